@@ -1,0 +1,182 @@
+"""Affinity graphs and Laplacians shared by the spectral methods.
+
+Implements the shared graph construction of ``specs/baselines.md`` §0.3
+(also ``ccskl.md`` C1 and ``urasc.md`` U1): Gaussian weights
+``w_ij = exp(-||x_i - x_j||^2 / (2 sigma^2))`` with zero diagonal, dense for
+``n <= 5000`` and a kNN graph above that, and the default bandwidth
+``sigma`` = mean distance to the k-th nearest neighbour.
+"""
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+from sklearn.metrics import pairwise_distances
+from sklearn.neighbors import NearestNeighbors
+
+DENSE_LIMIT = 5000
+
+__all__ = [
+    "gaussian_affinity",
+    "knn_distances",
+    "knn_gaussian_graph",
+    "kth_neighbor_sigma",
+    "n_connected_components",
+    "normalized_adjacency",
+]
+
+
+def knn_distances(X, n_neighbors):
+    """Distances and indices of each point's ``n_neighbors`` nearest other points.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    n_neighbors : int
+        Clipped to ``n_samples - 1``.
+
+    Returns
+    -------
+    dist : ndarray of shape (n_samples, k), float64, ascending per row
+    ind : ndarray of shape (n_samples, k), int64
+        The point itself is excluded.
+    """
+    n = X.shape[0]
+    k = int(min(max(n_neighbors, 1), n - 1))
+    nn = NearestNeighbors(n_neighbors=k + 1).fit(X)
+    dist, ind = nn.kneighbors(X)
+    # Drop the self-match; with duplicate points the self index may not be
+    # in column 0, so remove it explicitly per row.
+    is_self = ind == np.arange(n)[:, None]
+    keep = ~is_self
+    keep[is_self.sum(axis=1) == 0, -1] = False  # self not returned: drop the farthest
+    dist = dist[keep].reshape(n, k)
+    ind = ind[keep].reshape(n, k)
+    return dist, ind.astype(np.int64)
+
+
+def kth_neighbor_sigma(X, n_neighbors=20, *, dist=None):
+    """Default Gaussian bandwidth: mean distance to the k-th nearest neighbour.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    n_neighbors : int, default=20
+        k, clipped to ``n_samples - 1``.
+    dist : ndarray of shape (n_samples, >= k), optional
+        Precomputed sorted neighbour distances (from :func:`knn_distances`).
+
+    Returns
+    -------
+    sigma : float
+        In the units of ``X``; falls back to 1.0 when every point coincides.
+
+    Notes
+    -----
+    ``specs/baselines.md`` §0.3 [choice]; ``ccskl.md`` C1 (r).
+    """
+    if dist is None:
+        dist, _ = knn_distances(X, n_neighbors)
+    k = int(min(max(n_neighbors, 1), dist.shape[1]))
+    sigma = float(np.mean(dist[:, k - 1]))
+    return sigma if sigma > 0 else 1.0
+
+
+def gaussian_affinity(X, sigma=None, *, n_neighbors=20, mode="auto"):
+    """Gaussian affinity matrix with zero diagonal (Eq. B1).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    sigma : float or None
+        Bandwidth in the units of ``X``; None uses :func:`kth_neighbor_sigma`.
+    n_neighbors : int, default=20
+        k for the bandwidth rule and for the kNN graph in sparse mode.
+    mode : {"auto", "dense", "knn"}
+        "auto" is dense for ``n <= 5000``, else kNN.
+
+    Returns
+    -------
+    W : ndarray of shape (n, n) float64, or csr_matrix
+        Symmetric, entries in [0, 1], zero diagonal.
+    sigma : float
+        The bandwidth used.
+    """
+    n = X.shape[0]
+    if mode == "knn" or (mode == "auto" and n > DENSE_LIMIT):
+        return knn_gaussian_graph(X, n_neighbors, sigma=sigma)
+    if sigma is None:
+        sigma = kth_neighbor_sigma(X, n_neighbors)
+    d2 = pairwise_distances(X, metric="sqeuclidean")
+    W = np.exp(-d2 / (2.0 * sigma * sigma))
+    np.fill_diagonal(W, 0.0)
+    return W, float(sigma)
+
+
+def knn_gaussian_graph(X, n_neighbors, *, sigma=None, symmetrize="max"):
+    """Sparse Gaussian kNN graph.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    n_neighbors : int
+        k; an edge exists when ``j`` is among the k nearest of ``i`` or the
+        reverse.
+    sigma : float or None
+        Bandwidth; None = mean distance to the k-th neighbour.
+    symmetrize : {"max", "mean"}
+        "max": union rule ``W.maximum(W.T)`` (§0.3); "mean": ``(W + W.T) / 2``
+        (E2CP's Eq. B10).
+
+    Returns
+    -------
+    W : csr_matrix of shape (n, n), float64
+        Symmetric, entries in [0, 1], zero diagonal.
+    sigma : float
+    """
+    n = X.shape[0]
+    dist, ind = knn_distances(X, n_neighbors)
+    if sigma is None:
+        sigma = kth_neighbor_sigma(X, n_neighbors, dist=dist)
+    vals = np.exp(-(dist**2) / (2.0 * sigma * sigma))
+    rows = np.repeat(np.arange(n), ind.shape[1])
+    W = sp.csr_matrix((vals.ravel(), (rows, ind.ravel())), shape=(n, n))
+    W = W.maximum(W.T) if symmetrize == "max" else (W + W.T) * 0.5
+    W = sp.csr_matrix(W)
+    W.setdiag(0.0)
+    W.eliminate_zeros()
+    return W, float(sigma)
+
+
+def degrees(W):
+    """Row sums of an affinity matrix, shape (n,), float64."""
+    return np.asarray(W.sum(axis=1)).ravel()
+
+
+def normalized_adjacency(W):
+    """``D^{-1/2} W D^{-1/2}`` with zero-degree rows and columns set to 0.
+
+    Parameters
+    ----------
+    W : ndarray or sparse matrix of shape (n, n)
+        Symmetric, non-negative.
+
+    Returns
+    -------
+    M : same type as ``W``
+    isolated : ndarray of shape (n,), bool
+        Samples with zero degree.
+    """
+    d = degrees(W)
+    isolated = d <= 0
+    inv = np.zeros_like(d)
+    inv[~isolated] = 1.0 / np.sqrt(d[~isolated])
+    if sp.issparse(W):
+        Dm = sp.diags(inv)
+        return sp.csr_matrix(Dm @ W @ Dm), isolated
+    return W * inv[:, None] * inv[None, :], isolated
+
+
+def n_connected_components(W):
+    """Number of connected components of the graph with adjacency ``W``."""
+    n, _ = connected_components(sp.csr_matrix(W) if not sp.issparse(W) else W, directed=False)
+    return int(n)

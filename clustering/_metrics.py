@@ -1,0 +1,84 @@
+"""Clustering quality and constraint satisfaction (``specs/baselines.md`` §0.5).
+
+Thin wrappers over scikit-learn's metrics so every caller (results, bench,
+tests) computes the same numbers the same way.
+"""
+
+import numpy as np
+from sklearn.metrics import (
+    adjusted_rand_score,
+    normalized_mutual_info_score,
+    v_measure_score,
+)
+from sklearn.metrics.cluster import pair_confusion_matrix
+
+__all__ = ["clustering_scores", "constraint_satisfaction", "pairwise_f_measure", "pairwise_jaccard"]
+
+
+def _pair_counts(labels_true, labels_pred):
+    # pair_confusion_matrix counts ordered pairs: [[TN, FP], [FN, TP]] x 2.
+    (tn, fp), (fn, tp) = pair_confusion_matrix(labels_true, labels_pred)
+    return tp / 2.0, fp / 2.0, fn / 2.0
+
+
+def pairwise_f_measure(labels_true, labels_pred):
+    """Pairwise F-measure: harmonic mean of pair precision and recall.
+
+    Parameters
+    ----------
+    labels_true, labels_pred : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    f : float in [0, 1]; 1.0 when neither labelling puts two items together.
+    """
+    tp, fp, fn = _pair_counts(labels_true, labels_pred)
+    denom = 2 * tp + fp + fn
+    return 1.0 if denom == 0 else float(2 * tp / denom)
+
+
+def pairwise_jaccard(labels_true, labels_pred):
+    """Jaccard coefficient over pairs, SS / (SS + SD + DS) (URASC's metric)."""
+    tp, fp, fn = _pair_counts(labels_true, labels_pred)
+    denom = tp + fp + fn
+    return 1.0 if denom == 0 else float(tp / denom)
+
+
+def clustering_scores(labels_true, labels_pred):
+    """ARI, NMI, pairwise F-measure, V-measure and pairwise Jaccard.
+
+    Returns
+    -------
+    scores : dict of str to float
+        Keys ``ari``, ``nmi``, ``f_measure``, ``v_measure``, ``jaccard``.
+    """
+    return {
+        "ari": float(adjusted_rand_score(labels_true, labels_pred)),
+        "nmi": float(normalized_mutual_info_score(labels_true, labels_pred)),
+        "f_measure": pairwise_f_measure(labels_true, labels_pred),
+        "v_measure": float(v_measure_score(labels_true, labels_pred)),
+        "jaccard": pairwise_jaccard(labels_true, labels_pred),
+    }
+
+
+def constraint_satisfaction(labels, pairs, kind):
+    """Fraction of pairwise constraints a labelling satisfies.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+    pairs : ndarray of shape (m, 2), int
+    kind : ndarray of shape (m,)
+        +1 must-link (satisfied when both labels are equal), -1 cannot-link.
+
+    Returns
+    -------
+    rate : float in [0, 1], or None when there are no constraints.
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    if pairs.shape[0] == 0:
+        return None
+    labels = np.asarray(labels)
+    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    ok = np.where(np.asarray(kind) > 0, same, ~same)
+    return float(ok.mean())

@@ -1,0 +1,188 @@
+"""Shared spectral embeddings, eigengap and label assignment.
+
+One place for the eigen-solvers used by every spectral method:
+
+* :func:`njw_embedding` - Ng-Jordan-Weiss (``specs/baselines.md`` B2-B4).
+* :func:`generalized_embedding` - ``L v = lambda D v`` (Shi-Malik /
+  ``urasc.md`` U4), via the symmetric normalised Laplacian.
+* :func:`additive_embedding` - Kamvar et al.'s ``N = (A + d_max I - D)/d_max``
+  (B8-B9).
+* :func:`top_eigenvectors` - the solver: dense ``eigh`` for small n, ARPACK
+  ``eigsh(which="LA")`` otherwise, with a ``lobpcg`` / dense fallback.
+"""
+
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import eigh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh, lobpcg
+from sklearn.cluster import KMeans
+from sklearn.utils import check_random_state
+
+from ._graph import degrees, n_connected_components, normalized_adjacency
+from .exceptions import ConstraintWarning
+
+DENSE_EIGH_LIMIT = 3000
+
+
+def top_eigenvectors(M, k, *, random_state=None):
+    """The ``k`` algebraically largest eigenpairs of a symmetric matrix.
+
+    Parameters
+    ----------
+    M : ndarray or sparse matrix of shape (n, n)
+        Symmetric.
+    k : int
+        ``1 <= k < n``.
+    random_state : int, RandomState or None
+        Seeds the ARPACK start vector (determinism).
+
+    Returns
+    -------
+    values : ndarray of shape (k,), descending
+    vectors : ndarray of shape (n, k), orthonormal columns, signs fixed so
+        that the entry of largest magnitude in each column is positive.
+    """
+    n = M.shape[0]
+    if n <= DENSE_EIGH_LIMIT or k >= n - 1:
+        A = M.toarray() if sp.issparse(M) else np.asarray(M)
+        vals, vecs = eigh(A, subset_by_index=[n - k, n - 1])
+    else:
+        rng = check_random_state(random_state)
+        v0 = rng.uniform(-1, 1, n)
+        try:
+            vals, vecs = eigsh(M, k=k, which="LA", v0=v0, tol=1e-10, maxiter=n * 20)
+        except ArpackNoConvergence:
+            X0 = rng.standard_normal((n, k))
+            vals, vecs = lobpcg(sp.csr_matrix(M), X0, largest=True, tol=1e-8, maxiter=500)
+    order = np.argsort(vals)[::-1]
+    vals, vecs = vals[order], vecs[:, order]
+    idx = np.argmax(np.abs(vecs), axis=0)
+    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
+    signs[signs == 0] = 1.0
+    return vals, vecs * signs
+
+
+def njw_embedding(W, n_components, *, random_state=None):
+    """Ng-Jordan-Weiss embedding (``baselines.md`` Eqs. B2-B4).
+
+    Parameters
+    ----------
+    W : ndarray or sparse matrix of shape (n, n)
+        Symmetric non-negative affinity, zero diagonal.
+    n_components : int
+        K, the number of eigenvectors.
+
+    Returns
+    -------
+    Y : ndarray of shape (n, K)
+        Top-K eigenvectors of ``D^{-1/2} W D^{-1/2}``, rows scaled to unit
+        length (rows with norm < 1e-12 stay zero).
+    info : dict
+        ``eigenvalues`` (K,), ``zero_rows`` (indices), ``n_components_graph``.
+    """
+    M, isolated = normalized_adjacency(W)
+    vals, vecs = top_eigenvectors(M, n_components, random_state=random_state)
+    norms = np.linalg.norm(vecs, axis=1)
+    zero = norms < 1e-12
+    Y = np.zeros_like(vecs)
+    Y[~zero] = vecs[~zero] / norms[~zero, None]
+    info = {
+        "eigenvalues": vals,
+        "zero_rows": np.flatnonzero(zero | isolated).tolist(),
+        "n_components_graph": n_connected_components(W),
+    }
+    return Y, info
+
+
+def generalized_embedding(W, n_components, *, random_state=None):
+    """Smallest generalized eigenvectors of ``(D - W) v = lambda D v``.
+
+    Computed as ``v = D^{-1/2} u`` with ``u`` the top eigenvectors of
+    ``D^{-1/2} W D^{-1/2}`` (eigenvalue ``1 - lambda``); ``v`` is
+    D-orthonormal. Isolated samples get a zero row. Used by URASC (U4) and
+    the ``normalization="rw"`` variant of Spectral Learning.
+
+    Returns
+    -------
+    V : ndarray of shape (n, K)
+    eigenvalues : ndarray of shape (K,), ascending lambda in [0, 2]
+    """
+    M, isolated = normalized_adjacency(W)
+    vals, vecs = top_eigenvectors(M, n_components, random_state=random_state)
+    d = degrees(W)
+    inv = np.zeros_like(d)
+    inv[~isolated] = 1.0 / np.sqrt(d[~isolated])
+    return vecs * inv[:, None], 1.0 - vals
+
+
+def additive_embedding(W, n_components, *, random_state=None):
+    """Kamvar et al.'s normalized additive embedding (``baselines.md`` B8-B9).
+
+    ``N = (W + d_max I - D) / d_max``; its top eigenvectors are the bottom
+    eigenvectors of the unnormalised Laplacian ``L = D - W`` (the diagonal
+    of ``W`` cancels).
+
+    Returns
+    -------
+    X : ndarray of shape (n, K)
+    eigenvalues : ndarray of shape (K,), descending, in [-1, 1]
+    """
+    d = degrees(W)
+    d_max = float(d.max()) if d.size and d.max() > 0 else 1.0
+    if sp.issparse(W):
+        N = (sp.csr_matrix(W) + sp.diags(d_max - d)) / d_max
+    else:
+        N = (np.asarray(W) + np.diag(d_max - d)) / d_max
+    vals, vecs = top_eigenvectors(N, n_components, random_state=random_state)
+    return vecs, vals
+
+
+def kmeans_labels(embedding, n_clusters, *, n_init=10, random_state=None):
+    """k-means on embedding rows (``baselines.md`` §0.4).
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64 in [0, n_clusters)
+    """
+    km = KMeans(n_clusters=n_clusters, n_init=n_init, random_state=random_state)
+    with warnings.catch_warnings():
+        # Few distinct rows (e.g. block matrices) are expected, not an error.
+        warnings.simplefilter("ignore", category=Warning)
+        labels = km.fit_predict(embedding)
+    return labels.astype(np.int64)
+
+
+def eigengap_n_clusters(eigenvalues, max_clusters=None):
+    """Number of clusters by the largest eigengap.
+
+    Parameters
+    ----------
+    eigenvalues : ndarray of shape (m,)
+        Laplacian eigenvalues in ascending order (smallest first).
+    max_clusters : int or None
+
+    Returns
+    -------
+    k : int
+        ``argmax_k (lambda_{k+1} - lambda_k) + 1``, at least 2.
+    """
+    ev = np.sort(np.asarray(eigenvalues, dtype=float))
+    if max_clusters is not None:
+        ev = ev[: max_clusters + 1]
+    if ev.size < 3:
+        return 2
+    gaps = np.diff(ev)
+    return int(max(2, np.argmax(gaps[1:]) + 2))
+
+
+def warn_if_disconnected(info, n_clusters):
+    """Warn (``ConstraintWarning``) when the graph has more components than K."""
+    if info.get("n_components_graph", 1) > n_clusters:
+        warnings.warn(
+            f"the affinity graph has {info['n_components_graph']} connected components, more than "
+            f"n_clusters={n_clusters}; the spectral embedding is not unique",
+            ConstraintWarning,
+            stacklevel=3,
+        )

@@ -1,0 +1,432 @@
+"""Input checks shared by every estimator and by the HTTP layer.
+
+The service calls the same functions with the stored ``n_samples`` so that a
+request and a direct ``fit`` reject the same input for the same reason.
+Only numpy and scipy are imported here: the web process pays nothing else.
+
+Conventions
+-----------
+* Pairs are ``(m, 2)`` int64 row indices, ``0 <= i < n_samples``, ``i != j``.
+* Kinds are ``+1`` (must-link) and ``-1`` (cannot-link).
+* Triplets ``(a, b, c)`` ask "is ``a`` closer to ``b`` than to ``c``?";
+  answers are ``+1`` yes, ``-1`` no, ``0`` don't know.
+"""
+
+import numbers
+from collections import deque
+
+import numpy as np
+from scipy.cluster.hierarchy import DisjointSet
+
+from .exceptions import InfeasibleConstraintsError, InvalidInputError
+
+__all__ = [
+    "check_data",
+    "check_hierarchy",
+    "check_n_clusters",
+    "check_pairs",
+    "check_triplets",
+    "check_weights",
+    "find_pairwise_conflicts",
+]
+
+
+def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=None):
+    """Validate a data matrix and return it as float64, C-contiguous.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+        Numeric data. Lists of lists must not be ragged.
+    name : str, default="X"
+        Field name used in error messages.
+    min_samples : int, default=2
+        Minimum number of rows.
+    max_samples, max_features : int or None
+        Optional upper limits (the service configures them).
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, n_features), dtype float64
+        A new array when a conversion was needed; the input is never
+        modified in place.
+
+    Raises
+    ------
+    InvalidInputError
+        Ragged rows, non-numeric cells, wrong number of dimensions, NaN or
+        infinity (the first offending cell is named), too few or too many rows.
+    """
+    if isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
+        arr = X
+    else:
+        try:
+            arr = np.asarray(X)
+        except ValueError as exc:  # ragged nested sequences
+            raise InvalidInputError(f"{name} has rows of different lengths", field=name) from exc
+        if arr.dtype == object:
+            lengths = {len(r) if hasattr(r, "__len__") else -1 for r in X}
+            if len(lengths) > 1:
+                raise InvalidInputError(f"{name} has rows of different lengths", field=name)
+        if arr.dtype.kind not in "fiub":
+            raise InvalidInputError(f"{name} must contain only numbers", field=name)
+    if arr.ndim != 2:
+        raise InvalidInputError(
+            f"{name} must be a 2-D matrix (n_samples, n_features), got {arr.ndim} dimension(s)",
+            field=name,
+        )
+    n, d = arr.shape
+    if d < 1:
+        raise InvalidInputError(f"{name} has no features (0 columns)", field=name)
+    if n < min_samples:
+        raise InvalidInputError(f"{name} has {n} rows, at least {min_samples} are required", field=name)
+    if max_samples is not None and n > max_samples:
+        raise InvalidInputError(f"{name} has {n} rows, at most {max_samples} are allowed", field=name)
+    if max_features is not None and d > max_features:
+        raise InvalidInputError(f"{name} has {d} columns, at most {max_features} are allowed", field=name)
+    arr = np.ascontiguousarray(arr, dtype=np.float64)
+    finite = np.isfinite(arr)
+    if not finite.all():
+        r, c = map(int, np.argwhere(~finite)[0])
+        raise InvalidInputError(
+            f"{name}[{r}][{c}] is {float(arr[r, c])}; values must be finite numbers",
+            field=name,
+            index=(r, c),
+        )
+    return arr
+
+
+def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", allow_none=False):
+    """Check ``2 <= n_clusters <= n_samples``.
+
+    Returns
+    -------
+    n_clusters : int or None
+
+    Raises
+    ------
+    InvalidInputError
+        Not an integer, or out of range.
+    """
+    if n_clusters is None and allow_none:
+        return None
+    if isinstance(n_clusters, bool) or not isinstance(n_clusters, numbers.Integral):
+        raise InvalidInputError(f"{name} must be an integer, got {n_clusters!r}", field=name)
+    if not 2 <= n_clusters <= n_samples:
+        raise InvalidInputError(
+            f"{name} == {n_clusters}, must be >= 2 and <= n_samples ({n_samples})", field=name
+        )
+    return int(n_clusters)
+
+
+def _as_index_array(values, width, name, n_samples):
+    if values is None:
+        return np.empty((0, width), dtype=np.int64)
+    if isinstance(values, np.ndarray) and values.size == 0:
+        return np.empty((0, width), dtype=np.int64)
+    if not isinstance(values, np.ndarray) and len(values) == 0:
+        return np.empty((0, width), dtype=np.int64)
+    try:
+        arr = np.asarray(values)
+    except ValueError as exc:
+        raise InvalidInputError(f"every entry of {name} must have {width} indices", field=name) from exc
+    if arr.ndim != 2 or arr.shape[1] != width:
+        raise InvalidInputError(
+            f"{name} must have shape (n, {width}), got {arr.shape}", field=name
+        )
+    if arr.dtype.kind == "f":
+        bad = ~np.isfinite(arr) | (arr != np.round(arr))
+        if bad.any():
+            r, c = map(int, np.argwhere(bad)[0])
+            raise InvalidInputError(
+                f"{name}[{r}][{c}] = {arr[r, c]!r} is not an integer index", field=name, index=(r, c)
+            )
+    elif arr.dtype.kind not in "iu" or arr.dtype == bool:
+        raise InvalidInputError(f"{name} must contain integer indices", field=name)
+    arr = arr.astype(np.int64)
+    bad = (arr < 0) | (arr >= n_samples)
+    if bad.any():
+        r, c = map(int, np.argwhere(bad)[0])
+        raise InvalidInputError(
+            f"{name}[{r}][{c}] = {arr[r, c]} is out of range [0, {n_samples - 1}]",
+            field=name,
+            index=(r, c),
+        )
+    return np.ascontiguousarray(arr)
+
+
+def check_pairs(pairs, n_samples, *, name="pairs"):
+    """Validate an array of index pairs.
+
+    Parameters
+    ----------
+    pairs : array-like of shape (n_pairs, 2) or None
+        Integer row indices. Floats equal to integers are accepted.
+    n_samples : int
+        Number of rows of the dataset the indices refer to.
+    name : str
+        Field name used in error messages.
+
+    Returns
+    -------
+    pairs : ndarray of shape (n_pairs, 2), dtype int64
+        Same order and orientation as the input (nothing is dropped).
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong shape, non-integer entries, index out of range, or a self-pair
+        ``(i, i)``; the message names the first offending entry.
+    """
+    arr = _as_index_array(pairs, 2, name, n_samples)
+    self_pair = arr[:, 0] == arr[:, 1]
+    if self_pair.any():
+        r = int(np.flatnonzero(self_pair)[0])
+        raise InvalidInputError(
+            f"{name}[{r}] = [{arr[r, 0]}, {arr[r, 1]}] pairs an item with itself",
+            field=name,
+            index=(r,),
+        )
+    return arr
+
+
+def check_weights(weights, n_pairs, *, name="weights"):
+    """Validate per-constraint confidence weights.
+
+    Parameters
+    ----------
+    weights : array-like of shape (n_pairs,) or None
+        Values in (0, 1]. None means all ones.
+    n_pairs : int
+        Expected length.
+
+    Returns
+    -------
+    weights : ndarray of shape (n_pairs,), dtype float64
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong length, non-finite values or values outside (0, 1].
+    """
+    if weights is None:
+        return np.ones(n_pairs, dtype=np.float64)
+    try:
+        w = np.asarray(weights, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be numbers", field=name) from exc
+    if w.ndim != 1 or w.shape[0] != n_pairs:
+        raise InvalidInputError(
+            f"{name} has {w.size} values for {n_pairs} constraints; lengths must match", field=name
+        )
+    bad = ~np.isfinite(w) | (w <= 0) | (w > 1)
+    if bad.any():
+        r = int(np.flatnonzero(bad)[0])
+        raise InvalidInputError(
+            f"{name}[{r}] = {w[r]!r}, must be in (0, 1]", field=name, index=(r,)
+        )
+    return w
+
+
+ANSWER_CODES = {"yes": 1, "no": -1, "dont_know": 0}
+
+
+def check_triplets(triplets, n_samples, answers=None, *, name="triplets"):
+    """Validate relative constraints "is ``a`` closer to ``b`` than to ``c``?".
+
+    Parameters
+    ----------
+    triplets : array-like of shape (n_triplets, 3)
+        Integer row indices ``(a, b, c)``, pairwise distinct.
+    n_samples : int
+        Number of rows of the dataset.
+    answers : array-like of shape (n_triplets,) or None
+        ``+1`` yes, ``-1`` no, ``0`` don't know (or the strings ``"yes"``,
+        ``"no"``, ``"dont_know"``). None means every answer is yes.
+
+    Returns
+    -------
+    triplets : ndarray of shape (n_triplets, 3), dtype int64
+    answers : ndarray of shape (n_triplets,), dtype int8
+
+    Raises
+    ------
+    InvalidInputError
+        Wrong shape, non-integer or out-of-range index, repeated index inside
+        a triplet, unknown answer or length mismatch.
+    """
+    arr = _as_index_array(triplets, 3, name, n_samples)
+    rep = (arr[:, 0] == arr[:, 1]) | (arr[:, 0] == arr[:, 2]) | (arr[:, 1] == arr[:, 2])
+    if rep.any():
+        r = int(np.flatnonzero(rep)[0])
+        raise InvalidInputError(
+            f"{name}[{r}] = {arr[r].tolist()} repeats an item; a, b and c must differ",
+            field=name,
+            index=(r,),
+        )
+    if answers is None:
+        return arr, np.ones(arr.shape[0], dtype=np.int8)
+    ans = list(answers) if not isinstance(answers, np.ndarray) else answers.tolist()
+    if len(ans) != arr.shape[0]:
+        raise InvalidInputError(
+            f"{len(ans)} answers for {arr.shape[0]} triplets; lengths must match", field="answers"
+        )
+    out = np.empty(len(ans), dtype=np.int8)
+    for r, a in enumerate(ans):
+        if isinstance(a, str) and a in ANSWER_CODES:
+            out[r] = ANSWER_CODES[a]
+        elif not isinstance(a, (bool, str)) and a in (-1, 0, 1):
+            out[r] = int(a)
+        else:
+            raise InvalidInputError(
+                f"answers[{r}] = {a!r}, must be yes/no/dont_know or +1/-1/0",
+                field="answers",
+                index=(r,),
+            )
+    return arr, out
+
+
+def _must_link_chain(adjacency, start, goal):
+    """Shortest must-link path from ``start`` to ``goal`` (BFS), as a list."""
+    parent = {start: None}
+    queue = deque([start])
+    while queue:
+        u = queue.popleft()
+        if u == goal:
+            break
+        for v in adjacency.get(u, ()):
+            if v not in parent:
+                parent[v] = u
+                queue.append(v)
+    chain = [goal]
+    while parent[chain[-1]] is not None:
+        chain.append(parent[chain[-1]])
+    return chain[::-1]
+
+
+def find_pairwise_conflicts(must_link, cannot_link, n_samples, *, max_conflicts=100):
+    """Find cannot-links that contradict the transitive closure of must-links.
+
+    A cannot-link ``(a, b)`` contradicts the must-links when ``a`` and ``b``
+    are joined by a chain of must-links (the same pair listed as both kinds
+    is the chain of length one).
+
+    Parameters
+    ----------
+    must_link, cannot_link : ndarray of shape (m, 2), dtype int64
+        Validated pairs (see :func:`check_pairs`).
+    n_samples : int
+    max_conflicts : int, default=100
+        Stop after this many conflicts (the count is still exact).
+
+    Returns
+    -------
+    conflicts : list of dict
+        ``{"cannot_link": [a, b], "cannot_link_index": k,
+        "must_link_chain": [a, ..., b]}`` for each contradicting cannot-link,
+        in input order, at most ``max_conflicts`` entries.
+    n_conflicts : int
+        Total number of contradicting cannot-links.
+
+    Notes
+    -----
+    Union-find (``scipy.cluster.hierarchy.DisjointSet``) over the must-link
+    graph, O((|ML| + |CL|) alpha(n)); chains by BFS only for reported
+    conflicts.
+    """
+    must_link = np.asarray(must_link, dtype=np.int64).reshape(-1, 2)
+    cannot_link = np.asarray(cannot_link, dtype=np.int64).reshape(-1, 2)
+    if must_link.shape[0] == 0 or cannot_link.shape[0] == 0:
+        return [], 0
+    ds = DisjointSet()
+    adjacency = {}
+    for a, b in must_link.tolist():
+        ds.add(a)
+        ds.add(b)
+        ds.merge(a, b)
+        adjacency.setdefault(a, []).append(b)
+        adjacency.setdefault(b, []).append(a)
+    conflicts = []
+    count = 0
+    for k, (a, b) in enumerate(cannot_link.tolist()):
+        if a in ds and b in ds and ds.connected(a, b):
+            count += 1
+            if len(conflicts) < max_conflicts:
+                conflicts.append(
+                    {
+                        "cannot_link": [a, b],
+                        "cannot_link_index": k,
+                        "must_link_chain": _must_link_chain(adjacency, a, b),
+                    }
+                )
+    return conflicts, count
+
+
+def raise_on_conflicts(must_link, cannot_link, n_samples):
+    """Raise :class:`InfeasibleConstraintsError` if the constraints contradict.
+
+    Raises
+    ------
+    InfeasibleConstraintsError
+        With ``conflicts`` as returned by :func:`find_pairwise_conflicts`.
+    """
+    conflicts, count = find_pairwise_conflicts(must_link, cannot_link, n_samples)
+    if count:
+        first = conflicts[0]
+        raise InfeasibleConstraintsError(
+            f"{count} cannot-link constraint(s) contradict the must-links, e.g. cannot_link "
+            f"{first['cannot_link']} against the must-link chain {first['must_link_chain']}",
+            conflicts=conflicts,
+        )
+
+
+def check_hierarchy(tree, n_samples, *, name="hierarchy"):
+    """Validate a rooted tree given as nested lists of leaf indices.
+
+    Parameters
+    ----------
+    tree : nested list
+        Leaves are ints in ``[0, n_samples)``; internal nodes are lists with
+        at least two children. Every leaf appears at most once.
+    n_samples : int
+
+    Returns
+    -------
+    leaves : ndarray of shape (n_leaves,), dtype int64
+        The leaves in depth-first order.
+
+    Raises
+    ------
+    InvalidInputError
+        Unknown node type, index out of range, repeated leaf, or an internal
+        node with fewer than two children.
+    """
+    leaves = []
+    stack = [(tree, "")]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, bool):
+            raise InvalidInputError(f"{name}{path} is a boolean, not an item index", field=name)
+        if isinstance(node, numbers.Integral):
+            if not 0 <= node < n_samples:
+                raise InvalidInputError(
+                    f"{name}{path} = {node} is out of range [0, {n_samples - 1}]", field=name
+                )
+            leaves.append(int(node))
+        elif isinstance(node, (list, tuple)):
+            if len(node) < 2:
+                raise InvalidInputError(
+                    f"{name}{path} has {len(node)} child(ren); internal nodes need at least 2",
+                    field=name,
+                )
+            for i in range(len(node) - 1, -1, -1):
+                stack.append((node[i], f"{path}[{i}]"))
+        else:
+            raise InvalidInputError(f"{name}{path} = {node!r} is neither an index nor a list", field=name)
+    arr = np.asarray(leaves, dtype=np.int64)
+    uniq, counts = np.unique(arr, return_counts=True)
+    if (counts > 1).any():
+        raise InvalidInputError(
+            f"{name} lists item {int(uniq[counts > 1][0])} more than once", field=name
+        )
+    return arr
