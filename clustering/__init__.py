@@ -8,15 +8,10 @@ relative constraints as ``triplets`` (t, 3) and ``triplet_answer`` (t,) in
 {+1 yes, -1 no, 0 don't know}.
 """
 
-from .baselines import COPKMeans, E2CP, SpectralClustering, SpectralLearning
 from .exceptions import ConstraintWarning, InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
-    "COPKMeans",
     "ConstraintWarning",
-    "E2CP",
     "InfeasibleConstraintsError",
     "InvalidInputError",
-    "SpectralClustering",
-    "SpectralLearning",
 ]
