@@ -1,0 +1,68 @@
+"""Dataset upload and metadata."""
+
+from marshmallow import Schema, ValidationError, fields, validate, validates_schema
+
+from .fields import Matrix
+
+
+class DatasetCreateSchema(Schema):
+    """``POST /v1/datasets`` body."""
+
+    name = fields.String(load_default=None, validate=validate.Length(max=200))
+    data = Matrix(
+        required=True,
+        metadata={
+            "type": "array",
+            "items": {"type": "array", "items": {"type": "number"}},
+            "description": "n x d matrix of finite numbers, one row per item",
+        },
+    )
+    labels = fields.List(
+        fields.Raw(),
+        load_default=None,
+        metadata={"description": "Optional ground-truth labels (ints or strings), enables metrics"},
+    )
+    item_ids = fields.List(
+        fields.String(validate=validate.Length(min=1, max=200)),
+        load_default=None,
+        metadata={"description": "Optional client item ids, unique; results and errors use them"},
+    )
+
+    @validates_schema
+    def _lengths(self, data, **kwargs):
+        X = data.get("data")
+        n = None if X is None else X.shape[0]
+        errors = {}
+        labels = data.get("labels")
+        if labels is not None and n is not None:
+            if len(labels) != n:
+                errors["labels"] = [f"has {len(labels)} values for {n} rows"]
+            else:
+                bad = [i for i, v in enumerate(labels) if isinstance(v, bool) or not isinstance(v, (int, str))]
+                if bad:
+                    errors["labels"] = [f"labels[{bad[0]}] must be an integer or a string"]
+        ids = data.get("item_ids")
+        if ids is not None and n is not None:
+            if len(ids) != n:
+                errors["item_ids"] = [f"has {len(ids)} values for {n} rows"]
+            elif len(set(ids)) != len(ids):
+                seen = set()
+                dup = next(i for i in ids if i in seen or seen.add(i))
+                errors["item_ids"] = [f"item id {dup!r} appears more than once"]
+        if errors:
+            raise ValidationError(errors)
+
+
+class DatasetSchema(Schema):
+    """Dataset metadata (the matrix itself is never echoed back)."""
+
+    id = fields.String()
+    name = fields.String(allow_none=True)
+    n_samples = fields.Integer()
+    n_features = fields.Integer()
+    has_labels = fields.Boolean()
+    n_classes = fields.Integer(allow_none=True)
+    has_item_ids = fields.Boolean()
+    checksum = fields.String(metadata={"description": "sha256 of the float64 matrix bytes"})
+    created_at = fields.String()
+    expires_at = fields.String(allow_none=True)

@@ -1,0 +1,151 @@
+"""Custom fields: numeric matrices and index tuples, checked without loss.
+
+Values are never coerced silently: strings, booleans and nulls inside a
+matrix are errors, not numbers; NaN and infinity (which Python's JSON
+parser accepts) are rejected with the offending cell named.
+"""
+
+import math
+import numbers
+
+import numpy as np
+from marshmallow import ValidationError, fields
+
+
+def _is_number(v):
+    return isinstance(v, numbers.Real) and not isinstance(v, bool)
+
+
+class Matrix(fields.Field):
+    """A non-empty rectangular list of lists of finite numbers -> float64 ndarray.
+
+    Deserialises to ``ndarray of shape (n_rows, n_cols), dtype float64``.
+    Errors name the first bad cell as ``[row][col]``.
+    """
+
+    default_error_messages = {
+        "type": "must be a list of rows, each a list of numbers",
+        "empty": "must have at least one row and one column",
+        "ragged": "row {row} has {got} values, row 0 has {want}; all rows must have the same length",
+        "cell": "cell [{row}][{col}] = {value} is not a number",
+        "finite": "cell [{row}][{col}] is {value}; values must be finite (no NaN or Infinity)",
+    }
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list) or not value:
+            raise self.make_error("type" if not isinstance(value, list) else "empty")
+        want = None
+        for r, row in enumerate(value):
+            if not isinstance(row, list):
+                raise self.make_error("type")
+            if want is None:
+                want = len(row)
+                if want == 0:
+                    raise self.make_error("empty")
+            elif len(row) != want:
+                raise self.make_error("ragged", row=r, got=len(row), want=want)
+        arr = np.array(value, dtype=object)
+        # Vectorised type check: every cell must be int/float, never bool/str/None.
+        is_num = np.frompyfunc(_is_number, 1, 1)(arr).astype(bool)
+        if not is_num.all():
+            r, c = map(int, np.argwhere(~is_num)[0])
+            raise self.make_error("cell", row=r, col=c, value=repr(value[r][c]))
+        try:
+            out = arr.astype(np.float64)
+        except OverflowError as exc:  # integers beyond float range
+            raise ValidationError("contains a number too large for 64-bit floating point") from exc
+        finite = np.isfinite(out)
+        if not finite.all():
+            r, c = map(int, np.argwhere(~finite)[0])
+            raise self.make_error("finite", row=r, col=c, value=value[r][c])
+        return np.ascontiguousarray(out)
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        return None if value is None else np.asarray(value).tolist()
+
+
+class StrictInteger(fields.Integer):
+    """Integer that rejects floats, booleans and numeric strings."""
+
+    def __init__(self, **kwargs):
+        super().__init__(strict=True, **kwargs)
+
+    def _validated(self, value):
+        if isinstance(value, bool):
+            raise self.make_error("invalid")
+        return super()._validated(value)
+
+
+class FiniteFloat(fields.Float):
+    """Float that rejects NaN, infinity, booleans and strings."""
+
+    def __init__(self, **kwargs):
+        super().__init__(allow_nan=False, **kwargs)
+
+    def _validated(self, value):
+        if isinstance(value, (bool, str)):
+            raise self.make_error("invalid")
+        out = super()._validated(value)
+        if out is not None and not math.isfinite(out):
+            raise self.make_error("special")
+        return out
+
+
+class IndexTuples(fields.Field):
+    """A list of fixed-width integer tuples (pairs, triplets) -> int64 ndarray.
+
+    Parameters
+    ----------
+    width : int
+        2 for pairs, 3 for triplets.
+    answer : bool
+        If True each tuple carries a trailing answer string
+        (``"yes"``, ``"no"``, ``"dont_know"``); deserialises to
+        ``(indices (m, width) int64, answers list of str)``.
+    """
+
+    ANSWERS = ("yes", "no", "dont_know")
+    default_error_messages = {
+        "type": "must be a list of [{spec}] lists",
+        "entry": "entry {row} must be [{spec}], got {value}",
+        "index": "entry {row}: {value} is not a non-negative integer index",
+        "answer": "entry {row}: answer {value} must be one of yes, no, dont_know",
+    }
+
+    def __init__(self, width, *, answer=False, **kwargs):
+        super().__init__(**kwargs)
+        self.width = width
+        self.answer = answer
+        names = ["a", "b", "c"][:width] if width == 3 else ["i", "j"]
+        self.spec = ", ".join(names + (["answer"] if answer else []))
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if not isinstance(value, list):
+            raise self.make_error("type", spec=self.spec)
+        size = self.width + (1 if self.answer else 0)
+        out = np.empty((len(value), self.width), dtype=np.int64)
+        answers = []
+        for r, item in enumerate(value):
+            if not isinstance(item, list) or len(item) != size:
+                raise self.make_error("entry", row=r, spec=self.spec, value=repr(item)[:80])
+            for c in range(self.width):
+                v = item[c]
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise self.make_error("index", row=r, value=repr(v)[:40])
+                if v > np.iinfo(np.int64).max:
+                    raise self.make_error("index", row=r, value=repr(v)[:40])
+                out[r, c] = v
+            if self.answer:
+                a = item[self.width]
+                if a not in self.ANSWERS:
+                    raise self.make_error("answer", row=r, value=repr(a)[:40])
+                answers.append(a)
+        return (out, answers) if self.answer else out
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        if value is None:
+            return None
+        if self.answer:
+            idx, answers = value
+            return [list(map(int, row)) + [a] for row, a in zip(idx, answers)]
+        return np.asarray(value).tolist()

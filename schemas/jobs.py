@@ -1,0 +1,78 @@
+"""Jobs: submission, state, listing."""
+
+from marshmallow import RAISE, Schema, fields, validate
+
+from .constraints import ConstraintsSchema
+from .fields import StrictInteger
+
+STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
+
+
+class JobCreateSchema(Schema):
+    """``POST /v1/jobs`` body."""
+
+    class Meta:
+        unknown = RAISE
+
+    dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))
+    method = fields.String(required=True, metadata={"description": "a method id from GET /v1/methods"})
+    n_clusters = StrictInteger(required=True, metadata={"description": "K, 2 <= K <= n_samples"})
+    params = fields.Dict(keys=fields.String(), load_default=dict,
+                         metadata={"description": "method parameters, validated against the method's schema"})
+    constraints = fields.Nested(ConstraintsSchema, load_default=None)
+    on_conflict = fields.String(load_default="keep", validate=validate.OneOf(["keep", "reject"]),
+                                metadata={"description": "contradictory constraints: keep and report, or 422"})
+    scale = fields.String(load_default="none", validate=validate.OneOf(["none", "zscore"]),
+                          metadata={"description": "feature scaling applied by the worker before fitting; "
+                                                   "the stored dataset is never changed"})
+    random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
+    callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
+                              metadata={"description": "POSTed a signed event when the job ends"})
+
+
+class ProgressSchema(Schema):
+    fraction = fields.Float()
+    stage = fields.String()
+    message = fields.String(allow_none=True)
+
+
+class JobSchema(Schema):
+    """A job as clients see it."""
+
+    id = fields.String()
+    state = fields.String(validate=validate.OneOf(STATES))
+    done = fields.Boolean()
+    dataset_id = fields.String()
+    method = fields.String()
+    n_clusters = fields.Integer()
+    params = fields.Dict()
+    random_state = fields.Integer()
+    scale = fields.String()
+    on_conflict = fields.String()
+    n_constraints = fields.Dict(keys=fields.String(), values=fields.Integer())
+    n_conflicts = fields.Integer()
+    progress = fields.Nested(ProgressSchema)
+    attempts = fields.Integer()
+    created_at = fields.String()
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
+    error = fields.Dict(allow_none=True, metadata={"description": "problem object when FAILED"})
+    result_url = fields.String(allow_none=True)
+    affinity_url = fields.String(allow_none=True)
+    callback_url = fields.String(allow_none=True)
+
+
+class JobListArgsSchema(Schema):
+    state = fields.String(load_default=None, validate=validate.OneOf(STATES))
+    page_size = fields.Integer(strict=False, load_default=20, validate=validate.Range(min=1, max=100))
+    page_token = fields.String(load_default=None)
+
+
+class JobListSchema(Schema):
+    jobs = fields.List(fields.Nested(JobSchema))
+    next_page_token = fields.String(allow_none=True)
+
+
+class AffinityArgsSchema(Schema):
+    format = fields.String(load_default="json", validate=validate.OneOf(["json", "npz"]))
+    top_k = fields.Integer(strict=False, load_default=10, validate=validate.Range(min=1, max=100))

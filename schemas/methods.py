@@ -1,0 +1,106 @@
+"""One parameter schema per method; field names equal the estimator's ``__init__`` names.
+
+``METHODS`` is the catalogue served by ``GET /v1/methods`` and used to
+validate ``POST /v1/jobs``: which constraint kinds a method reads, whether
+it treats them as hard, and what it returns.
+"""
+
+from marshmallow import RAISE, Schema, fields, validate
+
+from .fields import FiniteFloat, StrictInteger
+
+
+class _Params(Schema):
+    class Meta:
+        unknown = RAISE
+
+
+def _int(lo, hi=None, default=None, **kw):
+    return StrictInteger(load_default=default, validate=validate.Range(min=lo, max=hi), **kw)
+
+
+def _float(lo, hi=None, default=None, lo_inclusive=True, hi_inclusive=True, **kw):
+    return FiniteFloat(
+        load_default=default,
+        validate=validate.Range(min=lo, max=hi, min_inclusive=lo_inclusive, max_inclusive=hi_inclusive),
+        **kw,
+    )
+
+
+_SIGMA_DOC = {"description": "Gaussian bandwidth in z-units of the data; null = mean distance to the k-th neighbour"}
+
+
+class SpectralParams(_Params):
+    n_neighbors = _int(1, 1000, 20, metadata={"description": "k for the bandwidth rule / kNN graph"})
+    sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
+    affinity = fields.String(load_default="rbf", validate=validate.OneOf(["rbf", "knn"]))
+    n_init = _int(1, 100, 10)
+
+
+class SpectralLearningParams(_Params):
+    normalization = fields.String(load_default="additive", validate=validate.OneOf(["additive", "rw", "sym"]))
+    n_neighbors = _int(1, 1000, 20)
+    sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
+    closure = fields.Boolean(load_default=False)
+    row_normalize = fields.Boolean(load_default=False)
+    n_init = _int(1, 100, 10)
+
+
+class E2CPParams(_Params):
+    alpha = _float(0, 0.95, 0.6, metadata={"description": "propagation strength, [0, 0.95]"})
+    n_neighbors = _int(1, 1000, 15)
+    sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
+    n_init = _int(1, 100, 10)
+
+
+class COPKMeansParams(_Params):
+    init = fields.String(load_default="k-means++", validate=validate.OneOf(["k-means++", "random"]))
+    order = fields.String(load_default="dataset", validate=validate.OneOf(["dataset", "random"]))
+    n_init = _int(1, 100, 10)
+    max_iter = _int(1, 10000, 300)
+    tol = _float(0, 1, 1e-4)
+
+
+METHODS = {
+    "spectral": {
+        "title": "Spectral clustering (Ng, Jordan, Weiss 2001), unconstrained reference",
+        "estimator": "SpectralClustering",
+        "params": SpectralParams,
+        "constraints": [],
+        "hard_constraints": False,
+        "outputs": ["labels", "affinity"],
+        "reference": "Ng, Jordan, Weiss. On spectral clustering: analysis and an algorithm. NIPS 2001.",
+    },
+    "spectral_learning": {
+        "title": "Spectral Learning (Kamvar, Klein, Manning 2003)",
+        "estimator": "SpectralLearning",
+        "params": SpectralLearningParams,
+        "constraints": ["pairwise"],
+        "hard_constraints": False,
+        "outputs": ["labels", "affinity"],
+        "reference": "Kamvar, Klein, Manning. Spectral learning. IJCAI 2003.",
+    },
+    "e2cp": {
+        "title": "Exhaustive and efficient constraint propagation (Lu, Ip 2010)",
+        "estimator": "E2CP",
+        "params": E2CPParams,
+        "constraints": ["pairwise"],
+        "hard_constraints": False,
+        "outputs": ["labels", "affinity"],
+        "reference": "Lu, Ip. Constrained spectral clustering via exhaustive and efficient constraint propagation. ECCV 2010.",
+    },
+    "cop_kmeans": {
+        "title": "COP-KMeans (Wagstaff, Cardie, Rogers, Schroedl 2001): hard constraints",
+        "estimator": "COPKMeans",
+        "params": COPKMeansParams,
+        "constraints": ["pairwise"],
+        "hard_constraints": True,
+        "outputs": ["labels"],
+        "reference": "Wagstaff et al. Constrained k-means clustering with background knowledge. ICML 2001.",
+    },
+}
+
+
+def method_names():
+    """Sorted list of method ids."""
+    return sorted(METHODS)

@@ -1,0 +1,38 @@
+"""Job results."""
+
+from marshmallow import Schema, fields
+
+
+class ConflictSchema(Schema):
+    cannot_link = fields.List(fields.Integer())
+    cannot_link_index = fields.Integer()
+    must_link_chain = fields.List(fields.Integer())
+    cannot_link_item_ids = fields.List(fields.String())
+    must_link_chain_item_ids = fields.List(fields.String())
+
+
+class MetricsSchema(Schema):
+    ari = fields.Float()
+    nmi = fields.Float()
+    f_measure = fields.Float()
+    v_measure = fields.Float()
+    jaccard = fields.Float()
+
+
+class ResultSchema(Schema):
+    """``GET /v1/jobs/{id}/result``."""
+
+    job_id = fields.String()
+    method = fields.String()
+    labels = fields.List(fields.Integer(), metadata={"description": "cluster of each row, in row order"})
+    item_ids = fields.List(fields.String(), allow_none=True)
+    n_clusters = fields.Integer()
+    cluster_sizes = fields.List(fields.Integer())
+    constraint_satisfaction = fields.Float(allow_none=True,
+                                           metadata={"description": "fraction of given pairwise constraints honoured"})
+    conflicts = fields.List(fields.Nested(ConflictSchema))
+    n_conflicts = fields.Integer()
+    metrics = fields.Nested(MetricsSchema, allow_none=True)
+    timings = fields.Dict(keys=fields.String(), values=fields.Float())
+    diagnostics = fields.Dict()
+    extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta)"})
