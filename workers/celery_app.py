@@ -1,0 +1,83 @@
+"""The Celery application: ``celery -A workers.celery_app worker -Q shoal.long,shoal.short``.
+
+Reliability settings (``shared/api.md``, Workers): JSON only, late acks with
+re-queue on worker loss (the job record counts attempts), prefetch 1, soft
+and hard time limits below the broker's visibility timeout, and a short
+unacked-restore sweep so a killed worker's task comes back soon.
+"""
+
+import os
+import socket
+import threading
+
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
+
+from celery import Celery, signals  # noqa: E402
+
+from .config import Settings  # noqa: E402
+
+
+def make_celery(settings=None):
+    """Build a configured Celery app (no tasks imported; see ``include``)."""
+    s = settings or Settings.from_env()
+    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks"])
+    app.conf.update(
+        task_serializer="json",
+        accept_content=["json"],
+        result_serializer="json",
+        result_backend=None,
+        task_ignore_result=True,
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_soft_time_limit=s.soft_time_limit,
+        task_time_limit=s.hard_time_limit,
+        task_default_queue=s.queues["long"],
+        task_routes={
+            "shoal.run_job": {"queue": s.queues["long"]},
+            "shoal.deliver_webhook": {"queue": s.queues["short"]},
+        },
+        broker_transport_options={
+            "visibility_timeout": s.visibility_timeout,
+            "unacked_restore_interval": s.unacked_restore_interval,
+            "unacked_restore_throttle": 1,
+        },
+        broker_connection_retry_on_startup=True,
+        worker_send_task_events=False,
+        worker_hijack_root_logger=False,
+    )
+    app.shoal_settings = s
+    return app
+
+
+app = make_celery()
+
+
+@signals.worker_ready.connect
+def _start_heartbeat(sender=None, **kwargs):
+    """Advertise this worker in Redis so /readyz can tell a worker is up."""
+    from .store import Store
+
+    store = Store.from_settings(app.shoal_settings)
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    stop = threading.Event()
+
+    def beat():
+        while not stop.is_set():
+            try:
+                store.worker_heartbeat(name, ttl=15)
+            except Exception:  # noqa: BLE001 - Redis briefly down: try again next beat
+                pass
+            stop.wait(5)
+
+    threading.Thread(target=beat, name="shoal-heartbeat", daemon=True).start()
+    app._shoal_heartbeat_stop = stop
+
+
+@signals.worker_shutdown.connect
+def _stop_heartbeat(sender=None, **kwargs):
+    stop = getattr(app, "_shoal_heartbeat_stop", None)
+    if stop is not None:
+        stop.set()

@@ -1,0 +1,55 @@
+"""Worker and store settings from the environment (``SHOAL_*``), never at import time."""
+
+import os
+from dataclasses import dataclass, field
+
+
+def _env_int(name, default):
+    return int(os.environ.get(name, default))
+
+
+def _env_float(name, default):
+    return float(os.environ.get(name, default))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """All tunables in one place; ``Settings.from_env()`` reads them.
+
+    Time limits are in seconds. ``visibility_timeout`` must exceed
+    ``hard_time_limit``, otherwise Redis redelivers long tasks while they run.
+    """
+
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    soft_time_limit: int = 3300
+    hard_time_limit: int = 3600
+    visibility_timeout: int = 7200
+    unacked_restore_interval: int = 5
+    max_attempts: int = 3
+    job_ttl: int = 7 * 24 * 3600
+    dataset_ttl: int = 30 * 24 * 3600
+    progress_interval: float = 1.0
+    webhook_secret: str = ""
+    webhook_max_retries: int = 5
+    queues: dict = field(default_factory=lambda: {"long": "shoal.long", "short": "shoal.short"})
+
+    @classmethod
+    def from_env(cls):
+        s = cls(
+            redis_url=os.environ.get("REDIS_URL", cls.redis_url),
+            soft_time_limit=_env_int("SHOAL_SOFT_TIME_LIMIT", cls.soft_time_limit),
+            hard_time_limit=_env_int("SHOAL_HARD_TIME_LIMIT", cls.hard_time_limit),
+            visibility_timeout=_env_int("SHOAL_VISIBILITY_TIMEOUT", cls.visibility_timeout),
+            unacked_restore_interval=_env_int("SHOAL_UNACKED_RESTORE_INTERVAL", cls.unacked_restore_interval),
+            max_attempts=_env_int("SHOAL_MAX_ATTEMPTS", cls.max_attempts),
+            job_ttl=_env_int("SHOAL_JOB_TTL", cls.job_ttl),
+            dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
+            progress_interval=_env_float("SHOAL_PROGRESS_INTERVAL", cls.progress_interval),
+            webhook_secret=os.environ.get("SHOAL_WEBHOOK_SECRET", ""),
+        )
+        if not s.soft_time_limit < s.hard_time_limit < s.visibility_timeout:
+            raise ValueError(
+                "need SHOAL_SOFT_TIME_LIMIT < SHOAL_HARD_TIME_LIMIT < SHOAL_VISIBILITY_TIMEOUT, got "
+                f"{s.soft_time_limit}, {s.hard_time_limit}, {s.visibility_timeout}"
+            )
+        return s

@@ -1,0 +1,405 @@
+"""Redis store: datasets, job records (the source of truth), results, affinities.
+
+Layout (all keys prefixed ``shoal:``)::
+
+    dataset:{id}          hash   meta fields (name, n_samples, ...), JSON values
+    dataset:{id}:X        bytes  float64 matrix as .npy (loaded with allow_pickle=False)
+    dataset:{id}:aux      bytes  JSON {"labels": [...] | null, "item_ids": [...] | null}
+    job:{id}              hash   record: state, progress, attempts, timestamps, error ...
+    job:{id}:spec         bytes  JSON: constraints as submitted (index lists)
+    job:{id}:result       bytes  JSON result
+    job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
+    job:{id}:cancel       flag   cooperative cancellation request
+    jobs                  zset   job ids by creation time (listing, pagination)
+    worker:{hostname}     flag   worker heartbeat (expires)
+
+State changes go through :meth:`Store._transition`, an optimistic
+transaction that only moves a job out of the states it may leave, so a
+late SUCCEEDED never overwrites CANCELLED and a redelivered task never
+reruns a finished job.
+"""
+
+import base64
+import hashlib
+import io
+import json
+import time
+import uuid
+from datetime import datetime, timezone
+
+import numpy as np
+import redis
+import scipy.sparse as sp
+
+from .config import Settings
+
+PREFIX = "shoal:"
+#: Redis failures, re-exported so the service need not import redis.
+StoreError = redis.RedisError
+
+TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+ACTIVE = ("QUEUED", "RUNNING")
+
+
+def utcnow_iso(ts=None):
+    """ISO 8601 UTC timestamp with a ``Z`` suffix."""
+    dt = datetime.fromtimestamp(ts if ts is not None else time.time(), tz=timezone.utc)
+    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_id(prefix):
+    return f"{prefix}_{uuid.uuid4().hex}"
+
+
+def _finite_json(obj):
+    """Replace non-finite floats by None so JSON output never holds NaN/Infinity."""
+    if isinstance(obj, float):
+        return obj if np.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite_json(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_finite_json(v) for v in obj]
+    if isinstance(obj, np.generic):
+        return _finite_json(obj.item())
+    if isinstance(obj, np.ndarray):
+        return _finite_json(obj.tolist())
+    return obj
+
+
+def dumps(obj):
+    return json.dumps(_finite_json(obj), allow_nan=False, separators=(",", ":"))
+
+
+class Store:
+    """Access to Shoal's state in Redis.
+
+    Parameters
+    ----------
+    client : redis.Redis
+        A client with ``decode_responses=False``.
+    settings : workers.config.Settings
+    """
+
+    def __init__(self, client, settings):
+        self.r = client
+        self.settings = settings
+
+    @classmethod
+    def from_settings(cls, settings=None):
+        settings = settings or Settings.from_env()
+        client = redis.Redis.from_url(
+            settings.redis_url, socket_connect_timeout=2, socket_timeout=10, health_check_interval=30
+        )
+        return cls(client, settings)
+
+    # ------------------------------------------------------------------ health
+    def ping(self):
+        """True when Redis answers."""
+        try:
+            return bool(self.r.ping())
+        except redis.RedisError:
+            return False
+
+    def worker_heartbeat(self, hostname, ttl=15):
+        self.r.set(f"{PREFIX}worker:{hostname}", utcnow_iso(), ex=ttl)
+
+    def live_workers(self):
+        """Host names of workers whose heartbeat has not expired."""
+        keys = list(self.r.scan_iter(match=f"{PREFIX}worker:*", count=100))
+        return sorted(k.decode()[len(PREFIX) + 7:] for k in keys)
+
+    # ---------------------------------------------------------------- datasets
+    def put_dataset(self, X, *, name=None, labels=None, item_ids=None):
+        """Store a validated matrix; returns its metadata dict.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n, d), float64, finite
+        labels : list of int or str, or None
+        item_ids : list of str, or None
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        did = new_id("ds")
+        buf = io.BytesIO()
+        np.save(buf, X, allow_pickle=False)
+        now = time.time()
+        ttl = self.settings.dataset_ttl
+        meta = {
+            "id": did,
+            "name": name,
+            "n_samples": int(X.shape[0]),
+            "n_features": int(X.shape[1]),
+            "has_labels": labels is not None,
+            "n_classes": None if labels is None else len(set(labels)),
+            "has_item_ids": item_ids is not None,
+            "checksum": hashlib.sha256(X.tobytes()).hexdigest(),
+            "created_at": utcnow_iso(now),
+            "expires_at": utcnow_iso(now + ttl) if ttl else None,
+        }
+        key = f"{PREFIX}dataset:{did}"
+        pipe = self.r.pipeline()
+        pipe.hset(key, mapping={k: json.dumps(v) for k, v in meta.items()})
+        pipe.set(f"{key}:X", buf.getvalue())
+        pipe.set(f"{key}:aux", json.dumps({"labels": labels, "item_ids": item_ids}))
+        if ttl:
+            for k in (key, f"{key}:X", f"{key}:aux"):
+                pipe.expire(k, ttl)
+        pipe.execute()
+        return meta
+
+    def get_dataset_meta(self, did):
+        raw = self.r.hgetall(f"{PREFIX}dataset:{did}")
+        if not raw:
+            return None
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    def load_dataset(self, did):
+        """Returns ``(X, labels, item_ids)`` or None; labels as given (ints or str)."""
+        key = f"{PREFIX}dataset:{did}"
+        xb, aux = self.r.mget(f"{key}:X", f"{key}:aux")
+        if xb is None:
+            return None
+        X = np.load(io.BytesIO(xb), allow_pickle=False)
+        aux = json.loads(aux) if aux else {}
+        return X, aux.get("labels"), aux.get("item_ids")
+
+    def get_item_ids(self, did):
+        aux = self.r.get(f"{PREFIX}dataset:{did}:aux")
+        return json.loads(aux).get("item_ids") if aux else None
+
+    def delete_dataset(self, did):
+        key = f"{PREFIX}dataset:{did}"
+        return bool(self.r.delete(key, f"{key}:X", f"{key}:aux"))
+
+    # -------------------------------------------------------------------- jobs
+    def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
+                   on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None):
+        """Create a QUEUED job record; returns the record.
+
+        ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
+        contradictions found at submission (kept, reported in the result).
+        """
+        jid = new_id("job")
+        now = time.time()
+        record = {
+            "id": jid,
+            "state": "QUEUED",
+            "dataset_id": dataset_id,
+            "method": method,
+            "n_clusters": int(n_clusters),
+            "params": params,
+            "random_state": int(random_state),
+            "on_conflict": on_conflict,
+            "scale": scale,
+            "callback_url": callback_url,
+            "n_constraints": n_constraints or {},
+            "n_conflicts": len(conflicts or []),
+            "progress": {"fraction": 0.0, "stage": "queued", "message": None},
+            "attempts": 0,
+            "created_at": utcnow_iso(now),
+            "created_ts": now,
+            "started_at": None,
+            "started_ts": None,
+            "finished_at": None,
+            "error": None,
+        }
+        key = f"{PREFIX}job:{jid}"
+        pipe = self.r.pipeline()
+        pipe.hset(key, mapping={k: json.dumps(v) for k, v in record.items()})
+        pipe.set(f"{key}:spec", dumps({"constraints": constraints, "conflicts": conflicts or []}))
+        pipe.zadd(f"{PREFIX}jobs", {jid: now})
+        pipe.execute()
+        return record
+
+    def _read(self, jid):
+        raw = self.r.hgetall(f"{PREFIX}job:{jid}")
+        if not raw:
+            return None
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    def get_job(self, jid):
+        """The job record, or None if unknown or expired.
+
+        A job left RUNNING past ``hard_time_limit + visibility_timeout`` has
+        lost its worker and will not be redelivered any more: it is failed
+        here, so no job stays RUNNING forever.
+        """
+        rec = self._read(jid)
+        if rec is None:
+            return None
+        s = self.settings
+        if rec["state"] == "RUNNING" and rec.get("started_ts"):
+            if time.time() - rec["started_ts"] > s.hard_time_limit + s.visibility_timeout + 60:
+                self.finish_job(jid, "FAILED", error=problem(
+                    "worker_lost", "Worker lost", 500,
+                    "the worker running this job stopped and the job was not redelivered in time"))
+                rec = self._read(jid)
+        return rec
+
+    def get_job_spec(self, jid):
+        raw = self.r.get(f"{PREFIX}job:{jid}:spec")
+        return json.loads(raw) if raw else None
+
+    def list_jobs(self, *, state=None, page_size=20, page_token=None):
+        """Newest first, cursor-paginated. Returns ``(records, next_page_token)``.
+
+        The token encodes the (created_ts, id) of the last item returned, so
+        pages stay stable while new jobs arrive.
+        """
+        zkey = f"{PREFIX}jobs"
+        max_score, last_id = "+inf", None
+        if page_token:
+            ts, last_id = decode_token(page_token)
+            max_score = ts
+        out = []
+        offset = 0
+        batch = max(page_size * 2, 50)
+        while len(out) < page_size:
+            ids = self.r.zrevrangebyscore(zkey, max_score, "-inf", start=offset, num=batch, withscores=True)
+            if not ids:
+                break
+            offset += len(ids)
+            for raw_id, score in ids:
+                jid = raw_id.decode()
+                if last_id is not None and score == float(max_score) and jid >= last_id:
+                    continue
+                rec = self.get_job(jid)
+                if rec is None:
+                    self.r.zrem(zkey, jid)  # expired: drop from the index
+                    continue
+                if state and rec["state"] != state:
+                    continue
+                out.append(rec)
+                if len(out) == page_size:
+                    break
+        # A full page may be followed by an empty one (allowed by AIP-158).
+        token = encode_token(out[-1]["created_ts"], out[-1]["id"]) if len(out) == page_size else None
+        return out, token
+
+    def _transition(self, jid, allowed_from, updates):
+        """Apply ``updates`` iff the job's state is in ``allowed_from``.
+
+        Returns the new record, or None when the job is unknown or in another state.
+        """
+        key = f"{PREFIX}job:{jid}"
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    cur = pipe.hget(key, "state")
+                    if cur is None or json.loads(cur) not in allowed_from:
+                        pipe.unwatch()
+                        return None
+                    pipe.multi()
+                    pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
+                    pipe.execute()
+                    break
+                except redis.WatchError:
+                    continue
+        return self._read(jid)
+
+    def start_job(self, jid):
+        """Mark RUNNING and count the attempt; None if the job must not run.
+
+        Returns
+        -------
+        record : dict or None
+            None when the job is unknown, finished or cancelled. When the
+            attempt cap is exceeded the job is FAILED and None is returned.
+        """
+        rec = self._read(jid)
+        if rec is None or rec["state"] not in ACTIVE:
+            return None
+        attempts = int(rec.get("attempts", 0)) + 1
+        if attempts > self.settings.max_attempts:
+            self.finish_job(jid, "FAILED", error=problem(
+                "attempts_exhausted", "Job failed repeatedly", 500,
+                f"the job's worker was lost {attempts - 1} times (limit {self.settings.max_attempts})"))
+            return None
+        now = time.time()
+        return self._transition(jid, ACTIVE, {
+            "state": "RUNNING", "attempts": attempts, "started_at": utcnow_iso(now), "started_ts": now,
+            "progress": {"fraction": 0.0, "stage": "starting", "message": f"attempt {attempts}"},
+        })
+
+    def set_progress(self, jid, fraction, stage, message=None):
+        self._transition(jid, ("RUNNING",), {
+            "progress": {"fraction": float(min(max(fraction, 0.0), 1.0)), "stage": stage, "message": message}
+        })
+
+    def finish_job(self, jid, state, *, error=None):
+        """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL."""
+        assert state in TERMINAL
+        updates = {"state": state, "finished_at": utcnow_iso(), "error": error}
+        if state == "SUCCEEDED":
+            updates["progress"] = {"fraction": 1.0, "stage": "done", "message": None}
+        rec = self._transition(jid, ACTIVE, updates)
+        if rec is not None:
+            ttl = self.settings.job_ttl
+            key = f"{PREFIX}job:{jid}"
+            pipe = self.r.pipeline()
+            for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel"):
+                pipe.expire(k, ttl)
+            pipe.execute()
+        return rec
+
+    def request_cancel(self, jid):
+        """Best-effort, idempotent cancellation. Returns the record or None."""
+        rec = self._read(jid)
+        if rec is None:
+            return None
+        if rec["state"] in TERMINAL:
+            return rec
+        self.r.set(f"{PREFIX}job:{jid}:cancel", b"1", ex=self.settings.job_ttl)
+        if rec["state"] == "QUEUED":
+            self.finish_job(jid, "CANCELLED")
+        return self._read(jid)
+
+    def cancel_requested(self, jid):
+        return bool(self.r.exists(f"{PREFIX}job:{jid}:cancel"))
+
+    # ----------------------------------------------------------------- results
+    def save_result(self, jid, result, affinity=None):
+        """Store the result JSON and, optionally, a sparse affinity (.npz bytes)."""
+        key = f"{PREFIX}job:{jid}"
+        pipe = self.r.pipeline()
+        pipe.set(f"{key}:result", dumps(result))
+        if affinity is not None:
+            buf = io.BytesIO()
+            sp.save_npz(buf, sp.csr_matrix(affinity), compressed=True)
+            pipe.set(f"{key}:affinity", buf.getvalue())
+        pipe.execute()
+
+    def get_result(self, jid):
+        raw = self.r.get(f"{PREFIX}job:{jid}:result")
+        return json.loads(raw) if raw else None
+
+    def get_affinity_bytes(self, jid):
+        return self.r.get(f"{PREFIX}job:{jid}:affinity")
+
+
+def load_affinity(npz_bytes):
+    """CSR matrix from the stored .npz bytes (no pickle)."""
+    return sp.load_npz(io.BytesIO(npz_bytes))
+
+
+def encode_token(ts, jid):
+    return base64.urlsafe_b64encode(json.dumps([ts, jid]).encode()).decode().rstrip("=")
+
+
+def decode_token(token):
+    """Raises ValueError for a malformed token."""
+    try:
+        pad = "=" * (-len(token) % 4)
+        ts, jid = json.loads(base64.urlsafe_b64decode(token + pad))
+        return float(ts), str(jid)
+    except Exception as exc:  # noqa: BLE001 - any decoding problem is a bad token
+        raise ValueError("page_token is not a token returned by this API") from exc
+
+
+def problem(code, title, status, detail, **extra):
+    """An RFC 9457 problem object (dict) for job errors."""
+    body = {"type": f"https://shoal.dev/problems/{code.replace('_', '-')}", "title": title,
+            "status": status, "detail": detail, "code": code}
+    body.update(extra)
+    return body

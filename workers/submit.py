@@ -1,0 +1,39 @@
+"""What the service calls to enqueue work: create the job record, send the task by name.
+
+The service never imports ``workers.tasks`` (or any estimator): tasks are
+sent by name through a producer-only Celery app.
+"""
+
+from kombu.exceptions import OperationalError
+
+from .celery_app import make_celery
+
+#: Broker failures (Redis down while enqueueing), for the service's 503 handler.
+QueueError = OperationalError
+
+_producer = None
+
+
+def _app(settings):
+    global _producer
+    if _producer is None or _producer.shoal_settings != settings:
+        _producer = make_celery(settings)
+    return _producer
+
+
+def submit_job(store, **job):
+    """Create a QUEUED job and enqueue ``shoal.run_job``; returns the record.
+
+    If the broker cannot be reached the job is marked FAILED and the Redis
+    error propagates (the service answers 503).
+    """
+    rec = store.create_job(**job)
+    try:
+        _app(store.settings).send_task("shoal.run_job", args=[rec["id"]])
+    except Exception:
+        from .store import problem
+
+        store.finish_job(rec["id"], "FAILED", error=problem(
+            "queue_unavailable", "Queue unavailable", 503, "the job could not be enqueued"))
+        raise
+    return rec

@@ -1,0 +1,212 @@
+"""Thin Celery tasks: load by id -> build estimator -> fit -> save -> final state."""
+
+import base64
+import hashlib
+import hmac
+import json
+import logging
+import time
+import uuid
+
+import numpy as np
+import scipy.sparse as sp
+from celery.exceptions import SoftTimeLimitExceeded
+
+from clustering._metrics import clustering_scores, constraint_satisfaction
+from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
+
+from . import registry
+from .celery_app import app
+from .store import Store, problem
+
+log = logging.getLogger(__name__)
+
+# Affinities up to this many rows are stored whole; larger ones as top-k rows.
+FULL_AFFINITY_LIMIT = 2000
+STORED_TOP_K = 100
+
+_store = None
+
+
+def get_store():
+    global _store
+    if _store is None:
+        _store = Store.from_settings(app.shoal_settings)
+    return _store
+
+
+class JobCancelled(Exception):
+    """Raised from the progress callback when a client cancelled the job."""
+
+
+def make_callback(store, job_id, interval):
+    """``callback(stage, fraction)`` for estimators: throttled progress + cancellation."""
+    state = {"last": 0.0, "last_cancel_check": 0.0}
+
+    def callback(stage, fraction):
+        now = time.monotonic()
+        if now - state["last_cancel_check"] >= 0.2:
+            state["last_cancel_check"] = now
+            if store.cancel_requested(job_id):
+                raise JobCancelled(job_id)
+        if now - state["last"] >= interval:
+            state["last"] = now
+            store.set_progress(job_id, 0.05 + 0.9 * float(fraction), str(stage))
+
+    return callback
+
+
+def top_k_rows(M, k):
+    """Keep each row's ``k`` largest entries (CSR), for large learned matrices."""
+    n = M.shape[0]
+    k = min(k, n - 1)
+    rows, cols, vals = [], [], []
+    if sp.issparse(M):
+        M = sp.csr_matrix(M)
+        for i in range(n):
+            start, end = M.indptr[i], M.indptr[i + 1]
+            d, c = M.data[start:end], M.indices[start:end]
+            if d.size > k:
+                sel = np.argpartition(-d, k - 1)[:k]
+                d, c = d[sel], c[sel]
+            rows.append(np.full(d.size, i))
+            cols.append(c)
+            vals.append(d)
+    else:
+        M = np.asarray(M)
+        for lo in range(0, n, 1024):
+            block = M[lo:lo + 1024].copy()
+            block[np.arange(block.shape[0]), np.arange(lo, lo + block.shape[0])] = -np.inf
+            sel = np.argpartition(-block, k - 1, axis=1)[:, :k]
+            rows.append(np.repeat(np.arange(lo, lo + block.shape[0]), k))
+            cols.append(sel.ravel())
+            vals.append(np.take_along_axis(block, sel, axis=1).ravel())
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+
+
+def zscore(X):
+    """Standardise columns (constant columns become 0); returns a new array."""
+    std = X.std(axis=0)
+    std[std == 0] = 1.0
+    return (X - X.mean(axis=0)) / std
+
+
+def _label_codes(labels):
+    _, codes = np.unique(np.asarray([str(v) for v in labels]), return_inverse=True)
+    return codes
+
+
+def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, queued_seconds):
+    """The result document for ``GET /v1/jobs/{id}/result``."""
+    method = job["method"]
+    labels = np.asarray(estimator.labels_, dtype=np.int64)
+    constraints = spec.get("constraints") or {}
+    pairs, kind, _ = registry.pairwise_arrays(constraints)
+    sat = constraint_satisfaction(labels, pairs, kind)
+    conflicts = spec.get("conflicts") or []
+    if item_ids is not None:
+        for c in conflicts:
+            c["cannot_link_item_ids"] = [item_ids[i] for i in c["cannot_link"]]
+            c["must_link_chain_item_ids"] = [item_ids[i] for i in c["must_link_chain"]]
+    diagnostics = getattr(estimator, "diagnostics_", {}) or {}
+    result = {
+        "job_id": job["id"],
+        "method": method,
+        "labels": labels.tolist(),
+        "item_ids": item_ids,
+        "n_clusters": int(getattr(estimator, "n_clusters_", len(np.unique(labels)))),
+        "cluster_sizes": np.bincount(labels).tolist(),
+        "constraint_satisfaction": sat,
+        "conflicts": conflicts,
+        "n_conflicts": job.get("n_conflicts", len(conflicts)),
+        "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None,
+        "timings": {"fit_seconds": fit_seconds, "queued_seconds": queued_seconds},
+        "diagnostics": {k: v for k, v in diagnostics.items() if k != "conflicts"},
+        "extras": registry.extras(method, estimator),
+    }
+    return result
+
+
+@app.task(name="shoal.run_job", bind=True, acks_late=True, reject_on_worker_lost=True)
+def run_job(self, job_id):
+    """Run one clustering job by id; the job record ends in a terminal state."""
+    store = get_store()
+    job = store.start_job(job_id)
+    if job is None:
+        return  # unknown, finished, cancelled, or attempts exhausted
+    callback_url = job.get("callback_url")
+    try:
+        data = store.load_dataset(job["dataset_id"])
+        if data is None:
+            raise LookupError(f"dataset {job['dataset_id']} no longer exists")
+        X, labels_true, item_ids = data
+        if job.get("scale") == "zscore":
+            X = zscore(X)
+        spec = store.get_job_spec(job_id) or {}
+        callback = make_callback(store, job_id, store.settings.progress_interval)
+        estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=job["params"],
+                                   random_state=job["random_state"], callback=callback)
+        kwargs = registry.fit_kwargs(job["method"], spec.get("constraints"))
+        store.set_progress(job_id, 0.05, "fitting")
+        t0 = time.perf_counter()
+        estimator.fit(X, **kwargs)
+        fit_seconds = time.perf_counter() - t0
+        if store.cancel_requested(job_id):
+            raise JobCancelled(job_id)
+        store.set_progress(job_id, 0.97, "saving")
+        queued = job["started_ts"] - job["created_ts"]
+        result = build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, queued)
+        matrix = registry.learned_matrix(job["method"], estimator)
+        if matrix is not None and matrix.shape[0] > FULL_AFFINITY_LIMIT:
+            matrix = top_k_rows(matrix, STORED_TOP_K)
+        store.save_result(job_id, result, matrix)
+        final = store.finish_job(job_id, "SUCCEEDED")
+    except JobCancelled:
+        final = store.finish_job(job_id, "CANCELLED")
+    except SoftTimeLimitExceeded:
+        final = store.finish_job(job_id, "FAILED", error=problem(
+            "time_limit", "Time limit exceeded", 500,
+            f"the job ran longer than {store.settings.soft_time_limit} s"))
+    except InfeasibleConstraintsError as exc:
+        final = store.finish_job(job_id, "FAILED", error=problem(
+            "infeasible_constraints", "Constraints cannot be satisfied", 422, str(exc),
+            conflicts=exc.conflicts))
+    except (InvalidInputError, LookupError) as exc:
+        final = store.finish_job(job_id, "FAILED", error=problem(
+            "invalid_job", "Job input is not usable", 422, str(exc)))
+    except Exception as exc:  # noqa: BLE001 - every failure must end the job
+        log.exception("job %s failed", job_id)
+        final = store.finish_job(job_id, "FAILED", error=problem(
+            "internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}"))
+    if final is not None and callback_url:
+        deliver_webhook.delay(job_id, callback_url)
+
+
+def sign_webhook(secret, msg_id, timestamp, body):
+    """Standard Webhooks signature: base64 HMAC-SHA256 over ``id.timestamp.body``."""
+    mac = hmac.new(secret.encode(), f"{msg_id}.{timestamp}.{body}".encode(), hashlib.sha256)
+    return "v1," + base64.b64encode(mac.digest()).decode()
+
+
+@app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
+def deliver_webhook(self, job_id, url):
+    """POST a thin event to the job's ``callback_url``; retried with backoff."""
+    import requests
+
+    store = get_store()
+    job = store.get_job(job_id)
+    if job is None:
+        return
+    body = json.dumps({"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
+                       "result_url": f"/v1/jobs/{job_id}/result"}, separators=(",", ":"))
+    msg_id = f"msg_{uuid.uuid4().hex}"
+    ts = str(int(time.time()))
+    headers = {"content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": ts}
+    if store.settings.webhook_secret:
+        headers["webhook-signature"] = sign_webhook(store.settings.webhook_secret, msg_id, ts, body)
+    try:
+        resp = requests.post(url, data=body, headers=headers, timeout=10)
+        if resp.status_code >= 300:
+            raise RuntimeError(f"callback answered {resp.status_code}")
+    except Exception as exc:  # noqa: BLE001
+        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 5, 600))
