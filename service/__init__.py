@@ -1,0 +1,74 @@
+"""Shoal's HTTP service: ``create_app()`` (served by gunicorn: ``service:create_app()``)."""
+
+from flask import Flask, Response, current_app, request
+from flask.json.provider import DefaultJSONProvider
+from flask_smorest import Api
+
+from . import errors
+from .config import Config
+
+
+class StrictJSONProvider(DefaultJSONProvider):
+    """Never emit NaN or Infinity (they are not JSON)."""
+
+    def dumps(self, obj, **kwargs):
+        kwargs.setdefault("allow_nan", False)
+        return super().dumps(obj, **kwargs)
+
+
+def create_app(config=None):
+    """Application factory.
+
+    Parameters
+    ----------
+    config : dict or class, optional
+        Overrides on top of :class:`service.config.Config` (tests pass
+        ``{"TESTING": True, "SHOAL_STORE": store}``).
+    """
+    app = Flask(__name__)
+    app.json = StrictJSONProvider(app)
+    app.config.from_object(Config)
+    if isinstance(config, dict):
+        app.config.update(config)
+    elif config is not None:
+        app.config.from_object(config)
+
+    api = Api(app)
+    api.spec.components.schema("Problem", schema=_problem_schema())
+    from . import constraints, datasets, health, jobs, methods
+
+    for bp in (datasets.blp, jobs.blp, constraints.blp, methods.blp, health.blp):
+        api.register_blueprint(bp)
+    errors.register(app)
+    app.before_request(_require_json)
+
+    @app.get("/openapi.yaml")
+    def openapi_yaml():
+        return Response(api.spec.to_yaml(), mimetype="application/yaml")
+
+    app.extensions["shoal_api"] = api
+    return app
+
+
+def _problem_schema():
+    from schemas.problems import ProblemSchema
+
+    return ProblemSchema
+
+
+def _require_json():
+    if request.method in ("POST", "PUT", "PATCH") and request.content_length:
+        if not request.is_json:
+            raise errors.ApiError(415, "unsupported_media_type",
+                                  f"send the body as application/json, not {request.mimetype or 'no type'}")
+
+
+def get_store():
+    """The request's store (tests may inject one through ``SHOAL_STORE``)."""
+    store = current_app.config.get("SHOAL_STORE")
+    if store is None:
+        from workers.store import Store
+
+        store = Store.from_settings()
+        current_app.config["SHOAL_STORE"] = store
+    return store

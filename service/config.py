@@ -1,0 +1,39 @@
+"""Service configuration: defaults, ``SHOAL_*`` environment overrides, testing config."""
+
+import os
+
+
+def _int(name, default):
+    return int(os.environ.get(name, default))
+
+
+class Config:
+    """Flask + flask-smorest settings and Shoal's request limits."""
+
+    API_TITLE = "Shoal constrained clustering API"
+    API_VERSION = "1.0.0"
+    OPENAPI_VERSION = "3.0.3"
+    OPENAPI_URL_PREFIX = "/"
+    OPENAPI_JSON_PATH = "openapi.json"
+    OPENAPI_SWAGGER_UI_PATH = "/docs"
+    OPENAPI_SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist/"
+    API_SPEC_OPTIONS = {
+        "info": {
+            "description": (
+                "Constrained clustering as a service: upload a dataset, submit a job with must-link / "
+                "cannot-link pairs or relative triplets, poll it (202 + Location + Retry-After), fetch "
+                "labels, metrics and learned affinities. Errors are RFC 9457 problem+json."
+            )
+        }
+    }
+    MAX_CONTENT_LENGTH = _int("SHOAL_MAX_BYTES", 64 * 1024 * 1024)
+    SHOAL_MAX_ROWS = _int("SHOAL_MAX_ROWS", 100_000)
+    SHOAL_MAX_FEATURES = _int("SHOAL_MAX_FEATURES", 10_000)
+    SHOAL_MAX_CELLS = _int("SHOAL_MAX_CELLS", 10_000_000)
+    SHOAL_MAX_CONSTRAINTS = _int("SHOAL_MAX_CONSTRAINTS", 200_000)
+    SHOAL_RETRY_AFTER = _int("SHOAL_RETRY_AFTER", 1)
+    TESTING = False
+
+
+class TestingConfig(Config):
+    TESTING = True

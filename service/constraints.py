@@ -1,0 +1,120 @@
+"""Constraint checks against a dataset (shared by job submission and
+``POST /v1/constraints/check``), using :mod:`clustering.validation` so a
+request and a direct ``fit`` reject the same input for the same reason."""
+
+import numpy as np
+from flask import current_app
+from flask_smorest import Blueprint
+from marshmallow import Schema, fields
+
+from clustering.exceptions import InvalidInputError
+from clustering.validation import check_hierarchy, check_pairs, check_triplets, find_pairwise_conflicts
+from schemas.constraints import ConstraintsSchema
+from schemas.problems import ProblemSchema
+
+from . import get_store
+from .errors import ApiError
+
+blp = Blueprint("constraints", __name__, url_prefix="/v1/constraints",
+                description="Check constraint sets for consistency")
+
+PAIR_FIELDS = ("must_link", "cannot_link")
+
+
+def _invalid(prefix, exc):
+    pointer = f"{prefix}/{exc.field}"
+    if exc.index is not None:
+        pointer += "".join(f"/{i}" for i in exc.index)
+    return ApiError(422, "invalid_constraints", str(exc), errors={pointer: [str(exc)]})
+
+
+def present_kinds(constraints):
+    """Constraint kinds present in a parsed constraints dict."""
+    c = constraints or {}
+    kinds = set()
+    if any(c.get(k) is not None and len(c[k]) for k in PAIR_FIELDS):
+        kinds.add("pairwise")
+    if c.get("triplets") is not None and len(c["triplets"][0]):
+        kinds.add("triplets")
+    if c.get("relative") is not None and len(c["relative"]):
+        kinds.add("relative")
+    if c.get("hierarchy") is not None:
+        kinds.add("hierarchy")
+    return kinds
+
+
+def validate_constraints(constraints, n_samples, *, prefix="/constraints"):
+    """Check indices against ``n_samples``; return a JSON-able copy and counts.
+
+    Raises
+    ------
+    ApiError
+        422 naming the offending entry by JSON pointer; 413 when there are
+        more constraints than ``SHOAL_MAX_CONSTRAINTS``.
+    """
+    c = constraints or {}
+    out, counts = {}, {}
+    try:
+        for k in PAIR_FIELDS:
+            if c.get(k) is not None:
+                arr = check_pairs(c[k], n_samples, name=k)
+                out[k] = arr.tolist()
+                counts[k] = len(arr)
+                w = c.get(f"{k}_weights")
+                if w is not None:
+                    out[f"{k}_weights"] = [float(v) for v in w]
+        if c.get("triplets") is not None:
+            idx, answers = c["triplets"]
+            arr, _ = check_triplets(idx, n_samples, answers, name="triplets")
+            out["triplets"] = [row + [a] for row, a in zip(arr.tolist(), answers)]
+            counts["triplets"] = len(arr)
+        if c.get("relative") is not None:
+            arr, _ = check_triplets(c["relative"], n_samples, name="relative")
+            out["relative"] = arr.tolist()
+            counts["relative"] = len(arr)
+        if c.get("hierarchy") is not None:
+            leaves = check_hierarchy(c["hierarchy"], n_samples, name="hierarchy")
+            out["hierarchy"] = c["hierarchy"]
+            counts["hierarchy_leaves"] = len(leaves)
+    except InvalidInputError as exc:
+        raise _invalid(prefix, exc) from exc
+    total = sum(v for k, v in counts.items() if k != "hierarchy_leaves")
+    limit = current_app.config["SHOAL_MAX_CONSTRAINTS"]
+    if total > limit:
+        raise ApiError(413, "too_large", f"{total} constraints, at most {limit} are allowed")
+    return out, counts
+
+
+def pairwise_conflicts(checked, item_ids=None):
+    """Contradictions between must-links and cannot-links, with item ids."""
+    ml = np.asarray(checked.get("must_link") or [], dtype=np.int64).reshape(-1, 2)
+    cl = np.asarray(checked.get("cannot_link") or [], dtype=np.int64).reshape(-1, 2)
+    conflicts, count = find_pairwise_conflicts(ml, cl, None)
+    if item_ids is not None:
+        for c in conflicts:
+            c["cannot_link_item_ids"] = [item_ids[i] for i in c["cannot_link"]]
+            c["must_link_chain_item_ids"] = [item_ids[i] for i in c["must_link_chain"]]
+    return conflicts, count
+
+
+class CheckRequestSchema(Schema):
+    dataset_id = fields.String(required=True)
+    constraints = fields.Nested(ConstraintsSchema, required=True)
+
+
+@blp.route("/check", methods=["POST"])
+@blp.arguments(CheckRequestSchema)
+@blp.response(200)
+@blp.alt_response(404, schema=ProblemSchema, description="Unknown dataset")
+@blp.alt_response(422, schema=ProblemSchema, description="Malformed constraints")
+def check(body):
+    """Are these constraints consistent? Lists the contradictions found (synchronous)."""
+    from .datasets import dataset_or_404
+
+    store = get_store()
+    meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
+    checked, counts = validate_constraints(body["constraints"], meta["n_samples"])
+    item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
+    conflicts, count = pairwise_conflicts(checked, item_ids)
+    return {"consistent": count == 0, "n_constraints": counts, "n_conflicts": count,
+            "conflicts": conflicts}

@@ -1,0 +1,143 @@
+"""One error shape for everything: RFC 9457 ``application/problem+json``.
+
+Validation errors carry ``errors``: JSON pointer of each invalid field ->
+messages. Redis or broker unavailable -> 503. Anything unexpected -> 500
+with a generic body (the details go to the log, not to the client).
+"""
+
+import logging
+
+from flask import current_app, json, request
+from werkzeug.exceptions import HTTPException
+
+from workers.store import StoreError
+from workers.submit import QueueError
+
+log = logging.getLogger(__name__)
+
+PROBLEM_JSON = "application/problem+json"
+
+
+class ApiError(Exception):
+    """Raise from a view to answer with a problem document.
+
+    Parameters
+    ----------
+    status : int
+    code : str
+        Stable machine-readable code (``"invalid_constraints"``, ...).
+    detail : str
+    errors : dict of str to list of str, optional
+        JSON pointer -> messages.
+    **extra
+        More members (e.g. ``conflicts``).
+    """
+
+    def __init__(self, status, code, detail, *, title=None, errors=None, **extra):
+        super().__init__(detail)
+        self.status, self.code, self.detail = status, code, detail
+        self.title = title or _TITLES.get(status, "Error")
+        self.errors, self.extra = errors, extra
+
+
+_TITLES = {
+    400: "Bad request", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
+    413: "Payload too large", 415: "Unsupported media type", 422: "Invalid input",
+    503: "Service unavailable", 500: "Internal server error",
+}
+
+
+def problem_response(status, code, detail, *, title=None, errors=None, headers=None, **extra):
+    body = {
+        "type": f"https://shoal.dev/problems/{code.replace('_', '-')}",
+        "title": title or _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+        "code": code,
+        "instance": request.path,
+    }
+    if errors:
+        body["errors"] = errors
+    body.update(extra)
+    resp = current_app.response_class(json.dumps(body), status=status, mimetype=PROBLEM_JSON)
+    for k, v in (headers or {}).items():
+        resp.headers[k] = v
+    return resp
+
+
+def pointer_messages(messages, prefix=""):
+    """Flatten marshmallow's nested messages into ``{json_pointer: [msg, ...]}``."""
+    out = {}
+    if isinstance(messages, dict):
+        for key, val in messages.items():
+            if key == "_schema":
+                out.setdefault(prefix or "/", []).extend(_strings(val))
+            else:
+                out.update(pointer_messages(val, f"{prefix}/{key}"))
+    else:
+        out[prefix or "/"] = _strings(messages)
+    return out
+
+
+def _strings(val):
+    if isinstance(val, (list, tuple)):
+        res = []
+        for v in val:
+            res.extend(_strings(v) if isinstance(v, (list, tuple, dict)) else [str(v)])
+        return res
+    if isinstance(val, dict):
+        return [f"{k}: {m}" for k, vs in val.items() for m in _strings(vs)]
+    return [str(val)]
+
+
+def _http_code(exc):
+    return {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
+            415: "unsupported_media_type", 422: "invalid_input", 304: "not_modified",
+            412: "precondition_failed", 428: "precondition_required"}.get(exc.code, "http_error")
+
+
+def handle_http_exception(exc):
+    if exc.code == 304:
+        return exc.get_response()
+    data = getattr(exc, "data", None) or {}
+    messages = data.get("messages")
+    errors = None
+    if messages:
+        # webargs nests by location ("json", "query"); pointers are relative to it.
+        flat = {}
+        for location, msgs in messages.items():
+            flat.update(pointer_messages(msgs))
+        errors = flat
+    detail = exc.description
+    if exc.code == 422 and errors:
+        detail = "; ".join(f"{ptr}: {ms[0]}" for ptr, ms in list(errors.items())[:3] if ms)
+    if exc.code == 400 and errors:
+        detail = "; ".join(m for ms in errors.values() for m in ms)
+        errors = None
+    headers = {}
+    if exc.code == 405 and exc.valid_methods:
+        headers["Allow"] = ", ".join(exc.valid_methods)
+    return problem_response(exc.code, _http_code(exc), detail, errors=errors, headers=headers)
+
+
+def handle_api_error(exc):
+    return problem_response(exc.status, exc.code, exc.detail, title=exc.title, errors=exc.errors, **exc.extra)
+
+
+def handle_unavailable(exc):
+    log.warning("backend unavailable: %s", exc)
+    return problem_response(503, "unavailable", "the job store or queue is unavailable, retry later",
+                            headers={"Retry-After": "5"})
+
+
+def handle_unexpected(exc):
+    log.exception("unhandled error")
+    return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
+
+
+def register(app):
+    app.register_error_handler(HTTPException, handle_http_exception)
+    app.register_error_handler(ApiError, handle_api_error)
+    app.register_error_handler(StoreError, handle_unavailable)
+    app.register_error_handler(QueueError, handle_unavailable)
+    app.register_error_handler(Exception, handle_unexpected)

@@ -1,0 +1,193 @@
+"""Jobs: submit (202 + Location + Retry-After), poll, result, affinity, cancel, list."""
+
+import io
+
+import numpy as np
+from flask import current_app, send_file, url_for
+from flask_smorest import Blueprint
+from marshmallow import ValidationError
+
+from schemas.jobs import AffinityArgsSchema, JobCreateSchema, JobListArgsSchema, JobListSchema, JobSchema
+from schemas.methods import METHODS
+from schemas.problems import ProblemSchema
+from schemas.results import ResultSchema
+from workers.store import decode_token, load_affinity
+from workers.submit import submit_job
+
+from . import get_store
+from .constraints import pairwise_conflicts, present_kinds, validate_constraints
+from .datasets import dataset_or_404
+from .errors import ApiError, pointer_messages
+
+blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
+
+DONE = ("SUCCEEDED", "FAILED", "CANCELLED")
+
+
+def job_view(rec):
+    """Public view of a job record (no internal timestamps)."""
+    jid = rec["id"]
+    view = {k: v for k, v in rec.items() if not k.endswith("_ts")}
+    view["done"] = rec["state"] in DONE
+    view["result_url"] = url_for("jobs.get_result", job_id=jid) if rec["state"] == "SUCCEEDED" else None
+    has_matrix = "affinity" in METHODS.get(rec["method"], {}).get("outputs", ())
+    view["affinity_url"] = (url_for("jobs.get_affinity", job_id=jid)
+                            if rec["state"] == "SUCCEEDED" and has_matrix else None)
+    return view
+
+
+def _retry_after():
+    return {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])}
+
+
+def job_or_404(store, job_id):
+    rec = store.get_job(job_id)
+    if rec is None:
+        raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
+    return rec
+
+
+def _check_method(body, n_samples):
+    method = body["method"]
+    if method not in METHODS:
+        raise ApiError(422, "unknown_method", f"unknown method {method!r}",
+                       errors={"/method": [f"must be one of {', '.join(sorted(METHODS))}"]})
+    try:
+        params = METHODS[method]["params"]().load(body.get("params") or {})
+    except ValidationError as exc:
+        raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
+                       errors=pointer_messages(exc.messages, "/params")) from exc
+    k = body["n_clusters"]
+    if not 2 <= k <= n_samples:
+        raise ApiError(422, "invalid_n_clusters", f"n_clusters == {k}, must be >= 2 and <= n_samples ({n_samples})",
+                       errors={"/n_clusters": [f"must be between 2 and {n_samples}"]})
+    accepted = set(METHODS[method]["constraints"])
+    for kind in sorted(present_kinds(body.get("constraints")) - accepted):
+        what = ", ".join(sorted(accepted)) or "no constraints"
+        raise ApiError(422, "unsupported_constraints", f"method {method!r} does not use {kind} constraints "
+                       f"(it accepts: {what})", errors={f"/constraints": [f"{kind} not supported by {method}"]})
+    return params
+
+
+@blp.route("", methods=["POST"])
+@blp.arguments(JobCreateSchema)
+@blp.response(202, JobSchema)
+@blp.alt_response(404, schema=ProblemSchema, description="Unknown dataset")
+@blp.alt_response(413, schema=ProblemSchema, description="Too many constraints")
+@blp.alt_response(422, schema=ProblemSchema, description="Invalid method, parameters or constraints")
+@blp.alt_response(503, schema=ProblemSchema, description="Queue unavailable")
+def create_job(body):
+    """Submit a clustering job; poll the returned ``Location``."""
+    store = get_store()
+    meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
+    n = meta["n_samples"]
+    params = _check_method(body, n)
+    checked, counts = validate_constraints(body.get("constraints"), n)
+    item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
+    conflicts, n_conflicts = pairwise_conflicts(checked, item_ids)
+    if n_conflicts and body["on_conflict"] == "reject":
+        first = conflicts[0]
+        raise ApiError(422, "contradictory_constraints",
+                       f"{n_conflicts} cannot-link constraint(s) contradict must-link chains, e.g. "
+                       f"cannot_link {first['cannot_link']} vs must-link chain {first['must_link_chain']}",
+                       conflicts=conflicts, n_conflicts=n_conflicts)
+    rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
+                     params=params, constraints=checked, random_state=body["random_state"],
+                     on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
+                     n_constraints=counts, conflicts=conflicts)
+    rec["n_conflicts"] = n_conflicts
+    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
+    return job_view(rec), 202, headers
+
+
+@blp.route("", methods=["GET"])
+@blp.arguments(JobListArgsSchema, location="query")
+@blp.response(200, JobListSchema)
+def list_jobs(args):
+    """Jobs, newest first, with cursor pagination (``page_token``)."""
+    try:
+        if args.get("page_token"):
+            decode_token(args["page_token"])
+    except ValueError as exc:
+        raise ApiError(400, "bad_page_token", str(exc)) from exc
+    recs, token = get_store().list_jobs(state=args.get("state"), page_size=args["page_size"],
+                                        page_token=args.get("page_token"))
+    return {"jobs": [job_view(r) for r in recs], "next_page_token": token}
+
+
+@blp.route("/<string:job_id>", methods=["GET"])
+@blp.etag
+@blp.response(200, JobSchema)
+@blp.alt_response(404, schema=ProblemSchema, description="Unknown or expired job")
+def get_job(job_id):
+    """Job state and progress; ``Retry-After`` while not done."""
+    rec = job_or_404(get_store(), job_id)
+    view = job_view(rec)
+    return (view, 200, _retry_after()) if not view["done"] else view
+
+
+def _result_or_error(store, job_id):
+    rec = job_or_404(store, job_id)
+    if rec["state"] != "SUCCEEDED":
+        status = 409
+        detail = f"job {job_id} is {rec['state']}; results exist only for SUCCEEDED jobs"
+        headers = _retry_after() if rec["state"] in ("QUEUED", "RUNNING") else {}
+        raise ApiError(status, "result_not_available", detail, state=rec["state"],
+                       **({"job_error": rec["error"]} if rec.get("error") else {}))
+    return rec
+
+
+@blp.route("/<string:job_id>/result", methods=["GET"])
+@blp.etag
+@blp.response(200, ResultSchema)
+@blp.alt_response(404, schema=ProblemSchema, description="Unknown or expired job")
+@blp.alt_response(409, schema=ProblemSchema, description="Job not SUCCEEDED (yet)")
+def get_result(job_id):
+    """Labels, metrics against ground truth, conflicts and method-specific outputs."""
+    store = get_store()
+    _result_or_error(store, job_id)
+    result = store.get_result(job_id)
+    if result is None:
+        raise ApiError(404, "not_found", f"the result of job {job_id} has expired")
+    return result
+
+
+@blp.route("/<string:job_id>/affinity", methods=["GET"])
+@blp.arguments(AffinityArgsSchema, location="query")
+@blp.response(200)
+@blp.alt_response(404, schema=ProblemSchema, description="Unknown job or no learned matrix")
+@blp.alt_response(409, schema=ProblemSchema, description="Job not SUCCEEDED (yet)")
+def get_affinity(args, job_id):
+    """Learned affinity / kernel: top-k entries per row (JSON) or the stored sparse matrix (.npz)."""
+    store = get_store()
+    _result_or_error(store, job_id)
+    raw = store.get_affinity_bytes(job_id)
+    if raw is None:
+        raise ApiError(404, "not_found", f"job {job_id} has no learned affinity or kernel")
+    if args["format"] == "npz":
+        return send_file(io.BytesIO(raw), mimetype="application/octet-stream", as_attachment=True,
+                         download_name=f"{job_id}-affinity.npz")
+    M = load_affinity(raw).tocsr()
+    k = args["top_k"]
+    indices, values = [], []
+    for i in range(M.shape[0]):
+        s, e = M.indptr[i], M.indptr[i + 1]
+        d, c = M.data[s:e], M.indices[s:e]
+        mask = c != i
+        d, c = d[mask], c[mask]
+        order = np.lexsort((c, -d))[:k]
+        indices.append(c[order].tolist())
+        values.append([float(v) for v in d[order]])
+    return {"job_id": job_id, "n_samples": int(M.shape[0]), "top_k": k, "format": "top_k_rows",
+            "indices": indices, "values": values}
+
+
+@blp.route("/<string:job_id>/cancel", methods=["POST"])
+@blp.response(202, JobSchema)
+@blp.alt_response(404, schema=ProblemSchema, description="Unknown or expired job")
+def cancel_job(job_id):
+    """Best-effort, idempotent cancellation."""
+    rec = get_store().request_cancel(job_id)
+    if rec is None:
+        raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
+    return job_view(rec), 202

@@ -1,0 +1,42 @@
+"""The method catalogue: ``GET /v1/methods``."""
+
+from flask_smorest import Blueprint
+from marshmallow import fields as mfields
+
+from schemas.methods import METHODS
+
+blp = Blueprint("methods", __name__, url_prefix="/v1/methods", description="Available clustering methods")
+
+
+def _param_doc(name, field):
+    kind = {mfields.Integer: "integer", mfields.Float: "number", mfields.Boolean: "boolean",
+            mfields.String: "string"}
+    typ = next((v for k, v in kind.items() if isinstance(field, k)), "any")
+    doc = {"name": name, "type": typ, "default": field.load_default, "nullable": field.allow_none}
+    for v in field.validators:
+        if hasattr(v, "choices"):
+            doc["choices"] = list(v.choices)
+        if hasattr(v, "min") and (v.min is not None or v.max is not None):
+            doc["minimum"], doc["maximum"] = v.min, v.max
+    if field.metadata.get("description"):
+        doc["description"] = field.metadata["description"]
+    return doc
+
+
+@blp.route("")
+@blp.response(200)
+def list_methods():
+    """Every method with its parameters, defaults and accepted constraint kinds."""
+    out = []
+    for name, m in sorted(METHODS.items()):
+        schema = m["params"]()
+        out.append({
+            "id": name,
+            "title": m["title"],
+            "constraints": m["constraints"],
+            "hard_constraints": m["hard_constraints"],
+            "outputs": m["outputs"],
+            "reference": m["reference"],
+            "params": [_param_doc(k, f) for k, f in schema.fields.items()],
+        })
+    return {"methods": out}
