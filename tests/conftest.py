@@ -1,0 +1,78 @@
+"""Fixtures: a real redis-server on loopback, real Celery workers and gunicorn.
+
+Started once per session with the same :class:`scripts.stack.Stack` that
+``./run.sh`` uses. Short time limits and visibility timeout make worker-loss
+redelivery observable within seconds.
+"""
+
+import os
+
+import pytest
+
+from scripts.stack import Stack, wait_ready
+
+# Settings for every process of the test stack (and this one).
+TEST_ENV = {
+    "SHOAL_SOFT_TIME_LIMIT": "20",
+    "SHOAL_HARD_TIME_LIMIT": "25",
+    "SHOAL_VISIBILITY_TIMEOUT": "30",
+    "SHOAL_UNACKED_RESTORE_INTERVAL": "1",
+    "SHOAL_MAX_ATTEMPTS": "3",
+    "SHOAL_PROGRESS_INTERVAL": "0.2",
+    "SHOAL_WEBHOOK_SECRET": "test-secret",
+    "SHOAL_MAX_ROWS": "5000",
+}
+
+
+@pytest.fixture(scope="session")
+def stack(tmp_path_factory):
+    """Redis only; workers and the web server start on demand."""
+    st = Stack(env=TEST_ENV, log_dir=tmp_path_factory.mktemp("stack"))
+    st.start_redis()
+    os.environ.update(TEST_ENV)
+    os.environ["REDIS_URL"] = st.redis_url
+    yield st
+    st.stop()
+
+
+@pytest.fixture(scope="session")
+def live(stack):
+    """A worker and gunicorn on top of the session's Redis; yields the base URL."""
+    stack.start_worker(concurrency=1)
+    base = stack.start_web(workers=2)
+    wait_ready(base, timeout=90)
+    return base
+
+
+@pytest.fixture(scope="session")
+def store(stack):
+    from workers.config import Settings
+    from workers.store import Store
+
+    return Store.from_settings(Settings.from_env())
+
+
+@pytest.fixture()
+def app(store):
+    from service import create_app
+
+    return create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_ROWS": 5000})
+
+
+@pytest.fixture()
+def client(app):
+    return app.test_client()
+
+
+@pytest.fixture()
+def blobs_dataset(client):
+    """A 60 x 2 dataset of three separated blobs with labels and item ids."""
+    import numpy as np
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(60, centers=[[0, 0], [8, 8], [-8, 8]], cluster_std=0.6, random_state=1)
+    body = {"name": "blobs", "data": X.tolist(), "labels": y.tolist(),
+            "item_ids": [f"item-{i}" for i in range(len(y))]}
+    r = client.post("/v1/datasets", json=body)
+    assert r.status_code == 201, r.json
+    return r.json["id"], X, np.asarray(y)

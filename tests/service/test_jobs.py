@@ -1,0 +1,115 @@
+"""Job submission validation against a real Redis (no worker needed: jobs stay QUEUED)."""
+
+import pytest
+
+PROBLEM = "application/problem+json"
+
+
+def submit(client, did, **kw):
+    body = {"dataset_id": did, "method": "e2cp", "n_clusters": 3}
+    body.update(kw)
+    return client.post("/v1/jobs", json=body)
+
+
+def test_accepted_job_is_202_with_location_and_retry_after(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    r = submit(client, did, constraints={"must_link": [[0, 1]], "cannot_link": [[0, 2]]})
+    assert r.status_code == 202
+    assert r.headers["Location"] == f"/v1/jobs/{r.json['id']}"
+    assert int(r.headers["Retry-After"]) >= 1
+    assert r.json["state"] == "QUEUED" and r.json["done"] is False
+    assert r.json["params"]["alpha"] == 0.6  # defaults filled in from the method schema
+    got = client.get(r.headers["Location"])
+    assert got.status_code == 200 and "Retry-After" in got.headers and got.headers.get("ETag")
+    again = client.get(r.headers["Location"], headers={"If-None-Match": got.headers["ETag"]})
+    assert again.status_code == 304
+
+
+@pytest.mark.parametrize(
+    "override, status, pointer",
+    [
+        ({"constraints": {"must_link": [[0, 60]]}}, 422, "/constraints/must_link/0/1"),
+        ({"constraints": {"cannot_link": [[1, 2], [5, 5]]}}, 422, "/constraints/cannot_link/1"),
+        ({"constraints": {"must_link": [[0, 1.5]]}}, 422, "/constraints/must_link"),
+        ({"constraints": {"must_link": [[0, -1]]}}, 422, "/constraints/must_link"),
+        ({"constraints": {"must_link": [[0, 1]], "must_link_weights": [1.5]}}, 422,
+         "/constraints/must_link_weights"),
+        ({"n_clusters": 1}, 422, "/n_clusters"),
+        ({"n_clusters": 61}, 422, "/n_clusters"),
+        ({"n_clusters": 2.0}, 422, "/n_clusters"),
+        ({"method": "kmeans++"}, 422, "/method"),
+        ({"params": {"alpha": 2}}, 422, "/params/alpha"),
+        ({"params": {"bogus": 1}}, 422, "/params/bogus"),
+        ({"on_conflict": "ignore"}, 422, "/on_conflict"),
+        ({"method": "spectral", "constraints": {"must_link": [[0, 1]]}}, 422, "/constraints"),
+    ],
+)
+def test_invalid_jobs_are_rejected_with_a_pointer(client, blobs_dataset, override, status, pointer):
+    did, _, _ = blobs_dataset
+    r = submit(client, did, **override)
+    assert r.status_code == status, r.json
+    assert r.mimetype == PROBLEM
+    assert pointer in r.json.get("errors", {}), r.json
+
+
+def test_unknown_dataset_is_404(client):
+    r = submit(client, "ds_missing")
+    assert r.status_code == 404 and r.mimetype == PROBLEM
+
+
+def test_conflicts_are_kept_by_default_and_rejected_on_request(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    c = {"must_link": [[0, 1], [1, 2]], "cannot_link": [[3, 4], [2, 0]]}
+    kept = submit(client, did, constraints=c)
+    assert kept.status_code == 202 and kept.json["n_conflicts"] == 1
+    rej = submit(client, did, constraints=c, on_conflict="reject")
+    assert rej.status_code == 422 and rej.json["code"] == "contradictory_constraints"
+    (conflict,) = rej.json["conflicts"]
+    assert conflict["cannot_link"] == [2, 0] and conflict["cannot_link_index"] == 1
+    chain = conflict["must_link_chain"]
+    assert chain[0] == 2 and chain[-1] == 0 and len(chain) == 3
+    assert conflict["must_link_chain_item_ids"] == [f"item-{i}" for i in chain]
+
+
+def test_constraint_check_endpoint(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    ok = client.post("/v1/constraints/check", json={"dataset_id": did,
+                                                    "constraints": {"must_link": [[0, 1]], "cannot_link": [[0, 2]]}})
+    assert ok.status_code == 200 and ok.json["consistent"] is True
+    bad = client.post("/v1/constraints/check", json={"dataset_id": did,
+                                                     "constraints": {"must_link": [[0, 1]], "cannot_link": [[1, 0]]}})
+    assert bad.json["consistent"] is False and bad.json["conflicts"][0]["must_link_chain"] == [1, 0]
+
+
+def test_cancel_queued_job_is_immediate_and_idempotent(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    jid = submit(client, did).json["id"]
+    for _ in range(2):
+        r = client.post(f"/v1/jobs/{jid}/cancel")
+        assert r.status_code == 202 and r.json["state"] == "CANCELLED" and r.json["done"]
+    res = client.get(f"/v1/jobs/{jid}/result")
+    assert res.status_code == 409 and res.json["state"] == "CANCELLED"
+
+
+def test_list_jobs_paginates_without_repeats(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    ids = {submit(client, did).json["id"] for _ in range(5)}
+    seen, token = [], None
+    while True:
+        q = "/v1/jobs?page_size=2" + (f"&page_token={token}" if token else "")
+        page = client.get(q).json
+        seen += [j["id"] for j in page["jobs"]]
+        token = page["next_page_token"]
+        if not token:
+            break
+    assert ids <= set(seen) and len(seen) == len(set(seen))
+    assert client.get("/v1/jobs?page_token=garbage").status_code == 400
+    queued = client.get("/v1/jobs?state=CANCELLED&page_size=100").json["jobs"]
+    assert all(j["state"] == "CANCELLED" for j in queued)
+
+
+def test_methods_catalogue_lists_parameters(client):
+    methods = {m["id"]: m for m in client.get("/v1/methods").json["methods"]}
+    assert {"spectral", "spectral_learning", "e2cp", "cop_kmeans"} <= set(methods)
+    alpha = next(p for p in methods["e2cp"]["params"] if p["name"] == "alpha")
+    assert alpha["default"] == 0.6 and alpha["maximum"] == 0.95

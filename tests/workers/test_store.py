@@ -1,0 +1,57 @@
+"""Job record transitions on a real Redis."""
+
+import numpy as np
+
+from workers.store import Store
+
+
+def _job(store, **kw):
+    return store.create_job(dataset_id="ds_x", method="e2cp", n_clusters=2, params={}, constraints={},
+                            random_state=0, **kw)
+
+
+def test_dataset_roundtrip_is_bit_exact(store):
+    X = np.random.default_rng(0).standard_normal((7, 3))
+    meta = store.put_dataset(X, name="r", labels=[0, 1, 0, 1, 0, 1, 0], item_ids=list("abcdefg"))
+    Y, labels, ids = store.load_dataset(meta["id"])
+    assert Y.dtype == np.float64 and np.array_equal(X, Y)
+    assert ids == list("abcdefg") and labels[:2] == [0, 1]
+
+
+def test_terminal_state_is_final(store):
+    jid = _job(store)["id"]
+    assert store.start_job(jid)["state"] == "RUNNING"
+    assert store.request_cancel(jid)["state"] == "RUNNING"  # running: flag only
+    assert store.cancel_requested(jid)
+    assert store.finish_job(jid, "CANCELLED")["state"] == "CANCELLED"
+    assert store.finish_job(jid, "SUCCEEDED") is None  # a late success does not overwrite
+    assert store.get_job(jid)["state"] == "CANCELLED"
+    assert store.start_job(jid) is None  # a redelivered task does not rerun it
+
+
+def test_attempt_cap_fails_the_job(store):
+    jid = _job(store)["id"]
+    for attempt in range(1, store.settings.max_attempts + 1):
+        assert store.start_job(jid)["attempts"] == attempt  # each redelivery counts
+    assert store.start_job(jid) is None
+    rec = store.get_job(jid)
+    assert rec["state"] == "FAILED" and rec["error"]["code"] == "attempts_exhausted"
+
+
+def test_finished_jobs_expire(store):
+    from dataclasses import replace
+
+    short = Store(store.r, replace(store.settings, job_ttl=1))
+    jid = _job(short)["id"]
+    short.finish_job(jid, "FAILED", error={"code": "x"})
+    assert 0 < store.r.ttl(f"shoal:job:{jid}") <= 1
+
+
+def test_lost_worker_is_failed_not_stuck(store):
+    jid = _job(store)["id"]
+    store.start_job(jid)
+    s = store.settings
+    store.r.hset(f"shoal:job:{jid}", "started_ts", str(1.0))  # started long ago
+    rec = store.get_job(jid)
+    assert rec["state"] == "FAILED" and rec["error"]["code"] == "worker_lost"
+    assert s.hard_time_limit < s.visibility_timeout
