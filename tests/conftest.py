@@ -13,9 +13,9 @@ from scripts.stack import Stack, wait_ready
 
 # Settings for every process of the test stack (and this one).
 TEST_ENV = {
-    "SHOAL_SOFT_TIME_LIMIT": "20",
-    "SHOAL_HARD_TIME_LIMIT": "25",
-    "SHOAL_VISIBILITY_TIMEOUT": "30",
+    "SHOAL_SOFT_TIME_LIMIT": "10",
+    "SHOAL_HARD_TIME_LIMIT": "12",
+    "SHOAL_VISIBILITY_TIMEOUT": "15",
     "SHOAL_UNACKED_RESTORE_INTERVAL": "1",
     "SHOAL_MAX_ATTEMPTS": "3",
     "SHOAL_PROGRESS_INTERVAL": "0.2",

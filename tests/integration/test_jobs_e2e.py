@@ -1,0 +1,133 @@
+"""End to end over HTTP: gunicorn -> Redis -> Celery worker -> result."""
+
+import hashlib
+import hmac
+import base64
+import io
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import numpy as np
+import pytest
+import requests
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+
+from .helpers import submit, upload, wait_done
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def blobs(live):
+    X, y = make_blobs(90, centers=[[0, 0], [6, 6], [-6, 6]], cluster_std=0.8, random_state=3)
+    ids = [f"p{i}" for i in range(len(y))]
+    return upload(live, X, y, ids), X, y
+
+
+def _constraints(y, n, seed):
+    rng = np.random.default_rng(seed)
+    ml, cl = [], []
+    while len(ml) + len(cl) < n:
+        i, j = map(int, rng.choice(len(y), 2, replace=False))
+        (ml if y[i] == y[j] else cl).append([i, j])
+    return {"must_link": ml, "cannot_link": cl}
+
+
+@pytest.mark.parametrize("method", ["spectral_learning", "e2cp", "cop_kmeans"])
+def test_submit_poll_and_fetch_result(live, blobs, method):
+    did, X, y = blobs
+    r = submit(live, dataset_id=did, method=method, n_clusters=3, constraints=_constraints(y, 30, 0))
+    job = wait_done(live, r.json()["id"])
+    assert job["state"] == "SUCCEEDED", job
+    assert job["progress"]["fraction"] == 1.0 and job["attempts"] == 1
+    res = requests.get(live + job["result_url"], timeout=30).json()
+    assert len(res["labels"]) == len(y) and res["item_ids"][5] == "p5"
+    assert res["metrics"]["ari"] > 0.9
+    assert res["constraint_satisfaction"] > 0.9
+    assert set(res["metrics"]) == {"ari", "nmi", "f_measure", "v_measure", "jaccard"}
+    assert res["timings"]["fit_seconds"] > 0
+
+
+def test_affinity_endpoint_serves_top_k_json_and_npz(live, blobs):
+    did, X, y = blobs
+    job = wait_done(live, submit(live, dataset_id=did, method="e2cp", n_clusters=3,
+                                 constraints=_constraints(y, 20, 1)).json()["id"])
+    aff = requests.get(f"{live}{job['affinity_url']}?top_k=5", timeout=30).json()
+    assert aff["n_samples"] == len(y) and all(len(r) <= 5 for r in aff["indices"])
+    assert all(i not in row for i, row in enumerate(aff["indices"]))  # no self-affinity
+    assert all(v == sorted(v, reverse=True) for v in aff["values"])
+    raw = requests.get(f"{live}{job['affinity_url']}?format=npz", timeout=30)
+    M = sp.load_npz(io.BytesIO(raw.content))
+    assert M.shape == (len(y), len(y))
+    assert abs(M - M.T).max() < 1e-12
+    top = np.sort(M.toarray()[0])[::-1][:5]
+    np.testing.assert_allclose(top, aff["values"][0][:5])
+
+
+def test_contradictions_are_kept_and_reported(live, blobs):
+    did, X, y = blobs
+    c = _constraints(y, 20, 2)
+    a, b = c["must_link"][0]
+    c["cannot_link"].append([b, a])  # contradicts a must-link
+    job = wait_done(live, submit(live, dataset_id=did, method="spectral_learning", n_clusters=3,
+                                 constraints=c).json()["id"])
+    assert job["state"] == "SUCCEEDED" and job["n_conflicts"] == 1
+    res = requests.get(live + job["result_url"], timeout=30).json()
+    assert res["n_conflicts"] == 1
+    assert res["conflicts"][0]["cannot_link"] == [b, a]
+    assert res["conflicts"][0]["cannot_link_item_ids"] == [f"p{b}", f"p{a}"]
+
+
+def test_cop_kmeans_fails_with_the_conflict_list(live, blobs):
+    did, X, y = blobs
+    c = {"must_link": [[0, 1], [1, 2]], "cannot_link": [[2, 0]]}
+    job = wait_done(live, submit(live, dataset_id=did, method="cop_kmeans", n_clusters=3,
+                                 constraints=c).json()["id"])
+    assert job["state"] == "FAILED"
+    assert job["error"]["code"] == "infeasible_constraints"
+    assert job["error"]["conflicts"][0]["cannot_link"] == [2, 0]
+
+
+def test_zscore_scaling_does_not_change_the_stored_dataset(live, blobs):
+    did, X, y = blobs
+    before = requests.get(f"{live}/v1/datasets/{did}", timeout=30).json()["checksum"]
+    job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3, scale="zscore").json()["id"])
+    assert job["state"] == "SUCCEEDED"
+    assert requests.get(f"{live}/v1/datasets/{did}", timeout=30).json()["checksum"] == before
+
+
+class _Hook(BaseHTTPRequestHandler):
+    received = []
+
+    def do_POST(self):
+        body = self.rfile.read(int(self.headers["content-length"])).decode()
+        _Hook.received.append((dict(self.headers), body))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+def test_callback_is_signed_standard_webhook(live, blobs):
+    did, X, y = blobs
+    server = HTTPServer(("127.0.0.1", 0), _Hook)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_port}/hook"
+        jid = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=url).json()["id"]
+        wait_done(live, jid)
+        deadline = time.monotonic() + 30
+        while not _Hook.received and time.monotonic() < deadline:
+            time.sleep(0.1)
+        headers, body = _Hook.received[-1]
+        headers = {k.lower(): v for k, v in headers.items()}
+        assert json.loads(body)["job_id"] == jid and json.loads(body)["state"] == "SUCCEEDED"
+        signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body}".encode()
+        expected = base64.b64encode(hmac.new(b"test-secret", signed, hashlib.sha256).digest()).decode()
+        assert headers["webhook-signature"] == f"v1,{expected}"
+    finally:
+        server.shutdown()
