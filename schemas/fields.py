@@ -7,6 +7,7 @@ parser accepts) are rejected with the offending cell named.
 
 import math
 import numbers
+from itertools import chain
 
 import numpy as np
 from marshmallow import ValidationError, fields
@@ -44,14 +45,13 @@ class Matrix(fields.Field):
                     raise self.make_error("empty")
             elif len(row) != want:
                 raise self.make_error("ragged", row=r, got=len(row), want=want)
-        arr = np.array(value, dtype=object)
-        # Vectorised type check: every cell must be int/float, never bool/str/None.
-        is_num = np.frompyfunc(_is_number, 1, 1)(arr).astype(bool)
-        if not is_num.all():
-            r, c = map(int, np.argwhere(~is_num)[0])
-            raise self.make_error("cell", row=r, col=c, value=repr(value[r][c]))
+        flat = list(chain.from_iterable(value))
+        if not set(map(type, flat)) <= {int, float}:
+            k = next(i for i, v in enumerate(flat) if not _is_number(v))
+            r, c = divmod(k, want)
+            raise self.make_error("cell", row=r, col=c, value=repr(value[r][c])[:40])
         try:
-            out = arr.astype(np.float64)
+            out = np.array(flat, dtype=np.float64).reshape(len(value), want)
         except OverflowError as exc:  # integers beyond float range
             raise ValidationError("contains a number too large for 64-bit floating point") from exc
         finite = np.isfinite(out)

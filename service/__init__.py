@@ -16,6 +16,31 @@ class StrictJSONProvider(DefaultJSONProvider):
         return super().dumps(obj, **kwargs)
 
 
+class ShoalApi(Api):
+    """flask-smorest ``Api`` whose documented error responses are RFC 9457
+    ``application/problem+json`` bodies (what :mod:`service.errors` sends)."""
+
+    def _register_responses(self):
+        import http
+
+        from flask_smorest.utils import prepare_response
+
+        from schemas.problems import ProblemSchema
+
+        for status in http.HTTPStatus:
+            response = {"description": status.phrase}
+            if status >= 400:
+                response["schema"] = ProblemSchema
+                prepare_response(response, self.spec, errors.PROBLEM_JSON)
+            elif not (100 <= status < 200) and status not in (204, 304):
+                response["schema"] = ProblemSchema
+                prepare_response(response, self.spec, self.DEFAULT_RESPONSE_CONTENT_TYPE)
+            self.spec.components.response(status.name, response, lazy=True)
+        response = {"description": "Default error response", "schema": ProblemSchema}
+        prepare_response(response, self.spec, errors.PROBLEM_JSON)
+        self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
+
+
 def create_app(config=None):
     """Application factory.
 
@@ -33,8 +58,7 @@ def create_app(config=None):
     elif config is not None:
         app.config.from_object(config)
 
-    api = Api(app)
-    api.spec.components.schema("Problem", schema=_problem_schema())
+    api = ShoalApi(app)
     from . import constraints, datasets, health, jobs, methods
 
     for bp in (datasets.blp, jobs.blp, constraints.blp, methods.blp, health.blp):
@@ -48,12 +72,6 @@ def create_app(config=None):
 
     app.extensions["shoal_api"] = api
     return app
-
-
-def _problem_schema():
-    from schemas.problems import ProblemSchema
-
-    return ProblemSchema
 
 
 def _require_json():

@@ -13,7 +13,7 @@ from schemas.constraints import ConstraintsSchema
 from schemas.problems import ProblemSchema
 
 from . import get_store
-from .errors import ApiError
+from .errors import ApiError, PROBLEM_JSON
 
 blp = Blueprint("constraints", __name__, url_prefix="/v1/constraints",
                 description="Check constraint sets for consistency")
@@ -105,8 +105,8 @@ class CheckRequestSchema(Schema):
 @blp.route("/check", methods=["POST"])
 @blp.arguments(CheckRequestSchema)
 @blp.response(200)
-@blp.alt_response(404, schema=ProblemSchema, description="Unknown dataset")
-@blp.alt_response(422, schema=ProblemSchema, description="Malformed constraints")
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown dataset")
+@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Malformed constraints")
 def check(body):
     """Are these constraints consistent? Lists the contradictions found (synchronous)."""
     from .datasets import dataset_or_404

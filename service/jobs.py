@@ -17,7 +17,7 @@ from workers.submit import submit_job
 from . import get_store
 from .constraints import pairwise_conflicts, present_kinds, validate_constraints
 from .datasets import dataset_or_404
-from .errors import ApiError, pointer_messages
+from .errors import ApiError, PROBLEM_JSON, pointer_messages
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
 
@@ -72,10 +72,10 @@ def _check_method(body, n_samples):
 @blp.route("", methods=["POST"])
 @blp.arguments(JobCreateSchema)
 @blp.response(202, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, description="Unknown dataset")
-@blp.alt_response(413, schema=ProblemSchema, description="Too many constraints")
-@blp.alt_response(422, schema=ProblemSchema, description="Invalid method, parameters or constraints")
-@blp.alt_response(503, schema=ProblemSchema, description="Queue unavailable")
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown dataset")
+@blp.alt_response(413, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Too many constraints")
+@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Invalid method, parameters or constraints")
+@blp.alt_response(503, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Queue unavailable")
 def create_job(body):
     """Submit a clustering job; poll the returned ``Location``."""
     store = get_store()
@@ -118,7 +118,7 @@ def list_jobs(args):
 @blp.route("/<string:job_id>", methods=["GET"])
 @blp.etag
 @blp.response(200, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, description="Unknown or expired job")
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
 def get_job(job_id):
     """Job state and progress; ``Retry-After`` while not done."""
     rec = job_or_404(get_store(), job_id)
@@ -140,8 +140,8 @@ def _result_or_error(store, job_id):
 @blp.route("/<string:job_id>/result", methods=["GET"])
 @blp.etag
 @blp.response(200, ResultSchema)
-@blp.alt_response(404, schema=ProblemSchema, description="Unknown or expired job")
-@blp.alt_response(409, schema=ProblemSchema, description="Job not SUCCEEDED (yet)")
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
+@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Job not SUCCEEDED (yet)")
 def get_result(job_id):
     """Labels, metrics against ground truth, conflicts and method-specific outputs."""
     store = get_store()
@@ -155,8 +155,8 @@ def get_result(job_id):
 @blp.route("/<string:job_id>/affinity", methods=["GET"])
 @blp.arguments(AffinityArgsSchema, location="query")
 @blp.response(200)
-@blp.alt_response(404, schema=ProblemSchema, description="Unknown job or no learned matrix")
-@blp.alt_response(409, schema=ProblemSchema, description="Job not SUCCEEDED (yet)")
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown job or no learned matrix")
+@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Job not SUCCEEDED (yet)")
 def get_affinity(args, job_id):
     """Learned affinity / kernel: top-k entries per row (JSON) or the stored sparse matrix (.npz)."""
     store = get_store()
@@ -184,7 +184,7 @@ def get_affinity(args, job_id):
 
 @blp.route("/<string:job_id>/cancel", methods=["POST"])
 @blp.response(202, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, description="Unknown or expired job")
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
 def cancel_job(job_id):
     """Best-effort, idempotent cancellation."""
     rec = get_store().request_cancel(job_id)
