@@ -1,0 +1,25 @@
+"""The wire catalogue (schemas.methods) and the worker registry agree with the estimators."""
+
+import pytest
+
+from schemas.methods import METHODS as WIRE
+from workers.registry import METHODS as REGISTRY
+
+
+def test_same_methods_on_both_sides():
+    assert set(WIRE) == set(REGISTRY)
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_wire_params_are_estimator_params_with_same_defaults(method):
+    est_params = REGISTRY[method].load_class()().get_params(deep=False)
+    fields = WIRE[method]["params"]().fields
+    assert set(fields) <= set(est_params), set(fields) - set(est_params)
+    for name, field in fields.items():
+        assert field.load_default == est_params[name], (name, field.load_default, est_params[name])
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_estimator_takes_what_the_registry_passes(method):
+    names = REGISTRY[method].load_class()().get_params(deep=False)
+    assert "n_clusters" in names and "random_state" in names and "callback" in names
