@@ -1,0 +1,749 @@
+"""DCRC: discriminative clustering with relative constraints (yes / no / don't know).
+
+A K-class multinomial logistic model ``P(y | x, W)`` whose classes are the
+clusters, fitted by variational EM to triplet answers "is ``a`` closer to ``b``
+than to ``c``?" (yes / no / don't know) observed through a symmetric noise
+channel of rate ``epsilon``, plus a cluster-separation (conditional entropy)
+and an optional cluster-balance (marginal entropy) term.
+
+Implementation spec: ``shared/specs/dcrc.md`` (equation tags DC-1 ... DC-18).
+"""
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+from scipy import sparse
+from scipy.optimize import minimize
+from scipy.special import log_softmax
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils import check_random_state
+from threadpoolctl import threadpool_limits
+
+from ._constraints import check_triplet_constraints
+from ._params import Interval, Options, validate_params
+from .exceptions import ConstraintWarning, InvalidInputError
+from .validation import check_data, check_n_clusters, check_triplets, check_weights
+
+__all__ = ["DCRC"]
+
+YES, NO, DNK = 1, -1, 0
+_HARD_EPS = 1e-12
+_TIE_TOL = 1e-9
+
+
+# --------------------------------------------------------------------------
+# private numeric kernels (no input validation)
+# --------------------------------------------------------------------------
+
+
+def _ideal_answer(ya, yb, yc):
+    """DC-1 on integer label arrays: +1 yes, -1 no, 0 don't know."""
+    ya, yb, yc = np.asarray(ya), np.asarray(yb), np.asarray(yc)
+    out = np.zeros(np.broadcast(ya, yb, yc).shape, dtype=np.int8)
+    out[(ya == yb) & (ya != yc)] = YES
+    out[(ya == yc) & (ya != yb)] = NO
+    return out
+
+
+def _answer_proba(qa, qb, qc):
+    """DC-10b / DC-17: probabilities of yes, no, dnk for independent label
+    distributions ``qa, qb, qc`` (each (m, K)). Returns (m, 3)."""
+    p_yes = np.einsum("ik,ik->i", qa * qb, 1.0 - qc)
+    p_no = np.einsum("ik,ik->i", qa * qc, 1.0 - qb)
+    out = np.empty((qa.shape[0], 3))
+    out[:, 0] = np.clip(p_yes, 0.0, 1.0)
+    out[:, 1] = np.clip(p_no, 0.0, 1.0)
+    out[:, 2] = np.clip(1.0 - out[:, 0] - out[:, 1], 0.0, 1.0)
+    return out
+
+
+def _compat_coefficients(position, answer):
+    """Coefficients (c0, c1, c2, c3) of Table II written as
+    ``M = c0 + c1 (A - P) + c2 (B - P) + c3 (A.B - P)``.
+
+    ``A`` and ``B`` are the label distributions of the other two members of
+    the triplet in their original order (for ``i = a``: ``A = q_b``, ``B =
+    q_c``; for ``i = b``: ``A = q_a``, ``B = q_c``; for ``i = c``: ``A =
+    q_a``, ``B = q_b``), ``P = A * B`` (elementwise, over k) and ``A.B`` their
+    dot product. Vectorised over arrays of positions (0, 1, 2) and answers.
+    """
+    position = np.asarray(position)
+    answer = np.asarray(answer)
+    m = position.shape[0]
+    c = np.zeros((m, 4))
+    yes, no, dnk = answer == YES, answer == NO, answer == DNK
+    p0, p1, p2 = position == 0, position == 1, position == 2
+    # yes: a -> q_b(1 - q_c) = A - P; b -> q_a(1 - q_c) = A - P; c -> q_a.q_b - q_a q_b
+    c[yes & (p0 | p1), 1] = 1.0
+    c[yes & p2, 3] = 1.0
+    # no: a -> q_c(1 - q_b) = B - P; b -> q_a.q_c - q_a q_c; c -> q_a(1 - q_b) = A - P
+    c[no & p0, 2] = 1.0
+    c[no & p1, 3] = 1.0
+    c[no & p2, 1] = 1.0
+    # dnk = 1 - yes - no of the same row
+    c[dnk, 0] = 1.0
+    c[dnk, 1] = -1.0
+    c[dnk & p0, 2] = -1.0
+    c[dnk & (p1 | p2), 3] = -1.0
+    return c
+
+
+def _compatibility(A, B, coef):
+    """Table II: M (m, K) from the other members' distributions A, B (m, K)
+    and the per-incidence coefficients of :func:`_compat_coefficients`."""
+    P = A * B
+    dot = P.sum(axis=1, keepdims=True)
+    c0, c1, c2, c3 = (coef[:, j : j + 1] for j in range(4))
+    return c0 + c1 * (A - P) + c2 * (B - P) + c3 * (dot - P)
+
+
+def _greedy_colouring(tri_loc, n_c):
+    """Greedy colouring (largest degree first) of the graph on constrained
+    instances where i ~ j iff they share a triplet. Returns int array (n_c,)."""
+    if n_c == 0:
+        return np.zeros(0, dtype=np.int64)
+    rows = np.concatenate([tri_loc[:, 0], tri_loc[:, 0], tri_loc[:, 1]])
+    cols = np.concatenate([tri_loc[:, 1], tri_loc[:, 2], tri_loc[:, 2]])
+    g = sparse.coo_matrix((np.ones(rows.size), (rows, cols)), shape=(n_c, n_c)).tocsr()
+    g = ((g + g.T) > 0).tocsr()
+    indptr, indices = g.indptr, g.indices
+    degree = np.diff(indptr)
+    order = np.argsort(-degree, kind="stable")
+    colour = np.full(n_c, -1, dtype=np.int64)
+    for u in order.tolist():
+        used = set(colour[indices[indptr[u] : indptr[u + 1]]].tolist())
+        c = 0
+        while c in used:
+            c += 1
+        colour[u] = c
+    return colour
+
+
+class _EStepPlan:
+    """Pre-computed colour blocks for the Gauss-Seidel mean-field sweep (4.3)."""
+
+    def __init__(self, tri_loc, answer, weight, n_c):
+        self.n_c = n_c
+        colour = _greedy_colouring(tri_loc, n_c)
+        self.n_colours = int(colour.max()) + 1 if n_c else 0
+        m = tri_loc.shape[0]
+        t_idx = np.repeat(np.arange(m), 3)
+        pos = np.tile(np.arange(3), m)
+        node = tri_loc.ravel()
+        others = np.array([[1, 2], [0, 2], [0, 1]])
+        o1 = tri_loc[t_idx, others[pos, 0]]
+        o2 = tri_loc[t_idx, others[pos, 1]]
+        coef = _compat_coefficients(pos, answer[t_idx]) * weight[t_idx, None]
+        inc_colour = colour[node]
+        self.blocks = []
+        for c in range(self.n_colours):
+            members = np.flatnonzero(colour == c)
+            sel = np.flatnonzero(inc_colour == c)
+            row = np.searchsorted(members, node[sel])
+            S = sparse.csr_matrix(
+                (np.ones(sel.size), (row, np.arange(sel.size))), shape=(members.size, sel.size)
+            )
+            self.blocks.append((members, o1[sel], o2[sel], coef[sel], S))
+
+    def compatibility_sums(self, q, block):
+        """s_i(k) (DC-13) for the members of one colour block."""
+        members, o1, o2, coef, S = block
+        return S @ _compatibility(q[o1], q[o2], coef)
+
+
+def _e_step(q, lp_c, plan, log_gamma, hard, max_sweeps, tol):
+    """Mean-field E-step (DC-11..14) in place on q (n_C, K); returns sweeps."""
+    prev2 = None
+    for sweep in range(1, max_sweeps + 1):
+        q_old = q.copy()
+        for block in plan.blocks:
+            members = block[0]
+            s = plan.compatibility_sums(q, block)
+            if hard:
+                allowed = s >= s.max(axis=1, keepdims=True) - _TIE_TOL
+                logits = np.where(allowed, lp_c[members], -np.inf)
+            else:
+                logits = lp_c[members] + log_gamma * s
+            q[members] = np.exp(log_softmax(logits, axis=1))
+        delta = np.abs(q - q_old).max() if q.size else 0.0
+        if delta < tol:
+            return sweep
+        if hard and prev2 is not None and np.abs(q - prev2).max() < tol:
+            return sweep  # 2-cycle of the max-product style update (7.5)
+        prev2 = q_old
+    return max_sweeps
+
+
+def _entropy_rows(lp):
+    """Row entropies from log-probabilities (0 log 0 = 0)."""
+    p = np.exp(lp)
+    return -np.einsum("ik,ik->i", p, np.where(p > 0, lp, 0.0))
+
+
+def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters):
+    """Negative M-step objective -F(W) (DC-15) and its gradient (DC-16).
+
+    Parameters
+    ----------
+    w_flat : ndarray of shape (K * (d + 1),)
+        Row-major W (K, d + 1), last column = bias.
+    Xa : ndarray of shape (N, d + 1)
+        Standardised data with a trailing column of ones.
+    c_idx, u_idx : int arrays
+        Constrained / unconstrained instances.
+    q : ndarray of shape (len(c_idx), K)
+        Mean-field posteriors of the constrained instances (fixed).
+    """
+    K = n_clusters
+    N, D = Xa.shape
+    W = w_flat.reshape(K, D)
+    lp = log_softmax(Xa @ W.T, axis=1)
+    p = np.exp(lp)
+    G = np.zeros_like(p)  # dF / dz  (z = Xa W^T)
+    F = 0.0
+    if c_idx.size:
+        F += float(np.sum(q * lp[c_idx]))
+        G[c_idx] += q - p[c_idx]
+    Wt = W[:, :-1]
+    F -= lam * float(np.sum(Wt * Wt))
+    if u_idx.size and tau > 0:
+        lpu, pu = lp[u_idx], p[u_idx]
+        Hi = -np.einsum("ik,ik->i", pu, lpu)
+        F -= tau * float(Hi.mean())
+        G[u_idx] += (tau / u_idx.size) * pu * (lpu + Hi[:, None])
+    if balance and tau > 0:
+        phat = p.mean(axis=0)
+        lphat = np.log(np.maximum(phat, 1e-300))
+        F += tau * float(-np.sum(phat * lphat))
+        G -= (tau / N) * p * (lphat[None, :] - (p @ lphat)[:, None])
+    grad = G.T @ Xa
+    grad[:, :-1] -= 2.0 * lam * Wt
+    return -F, -grad.ravel()
+
+
+def _q_entropy_term(q):
+    return -float(np.sum(np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)))
+
+
+def _lower_bound(W, Xa, c_idx, u_idx, q, tri_loc, answer, weight, eps, hard, lam, tau, balance):
+    """DC-10b. In hard mode (eps = 0) the constraint term is 0 when every
+    triplet is satisfied under Q and -inf otherwise; we report it as 0 and
+    the rest of the bound (documented in ``lower_bound_``)."""
+    K = W.shape[0]
+    negF, _ = _neg_objective(W.ravel(), Xa, c_idx, q, u_idx, lam, tau, balance, K)
+    lb = -negF + _q_entropy_term(q)
+    if tri_loc.shape[0] and not hard:
+        probs = _answer_proba(q[tri_loc[:, 0]], q[tri_loc[:, 1]], q[tri_loc[:, 2]])
+        col = np.where(answer == YES, 0, np.where(answer == NO, 1, 2))
+        pi = probs[np.arange(answer.size), col]
+        lb += float(np.sum(weight * (pi * np.log1p(-eps) + (1.0 - pi) * np.log(eps / 2.0))))
+    return lb
+
+
+def _kmeans_logistic_init(Xs, K, lam, n_init, rng):
+    """Initial W (K, d + 1): k-means, then L2 multinomial logistic regression
+    (C = 1 / (2 lambda)) on the k-means labels (paper IV-C, spec 4.2)."""
+    from sklearn.cluster import KMeans
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.linear_model import LogisticRegression
+
+    d = Xs.shape[1]
+    seed = int(rng.randint(np.iinfo(np.int32).max))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        km = KMeans(n_clusters=K, n_init=n_init, random_state=seed).fit(Xs)
+        labels = km.labels_
+        present = np.unique(labels)
+        W = np.zeros((K, d + 1))
+        if present.size < 2:
+            return W
+        C = 1.0 / (2.0 * lam) if lam > 0 else 1e12
+        lr = LogisticRegression(C=C, max_iter=1000).fit(Xs, labels)
+    coef, icpt = lr.coef_, lr.intercept_
+    if present.size == 2:  # binary: one row w -> (-w/2, w/2)
+        coef = np.vstack([-coef[0] / 2, coef[0] / 2])
+        icpt = np.array([-icpt[0] / 2, icpt[0] / 2])
+    W[present, :d] = coef
+    W[present, d] = icpt
+    if present.size < K:  # missing k-means clusters start with a very low bias
+        W[np.setdiff1d(np.arange(K), present), d] = W[present, d].min() - 10.0
+    return W
+
+
+def _triplet_conflicts(triplets, answer, max_conflicts=100):
+    """Repeated triplets (up to the b/c swap) with contradictory answers.
+    Valid input (independent noisy observations), only reported."""
+    if triplets.shape[0] < 2:
+        return [], 0
+    b, c = triplets[:, 1], triplets[:, 2]
+    swap = b > c
+    ans = np.where(swap, -answer, answer)  # (a,b,c,yes) == (a,c,b,no); dnk symmetric
+    key = np.stack([triplets[:, 0], np.minimum(b, c), np.maximum(b, c)], axis=1)
+    _, inv = np.unique(key, axis=0, return_inverse=True)
+    inv = inv.ravel()
+    order = np.argsort(inv, kind="stable")
+    inv_s, ans_s = inv[order], ans[order]
+    starts = np.flatnonzero(np.r_[True, inv_s[1:] != inv_s[:-1]])
+    ends = np.r_[starts[1:], inv_s.size]
+    out, count = [], 0
+    for s, e in zip(starts.tolist(), ends.tolist()):
+        if e - s > 1 and np.unique(ans_s[s:e]).size > 1:
+            count += 1
+            if len(out) < max_conflicts:
+                out.append(
+                    {
+                        "triplet": [int(v) for v in key[order[s]]],
+                        "triplet_indices": [int(v) for v in order[s:e]],
+                        "answers": sorted({int(v) for v in ans_s[s:e]}),
+                    }
+                )
+    return out, count
+
+
+# --------------------------------------------------------------------------
+# public estimator
+# --------------------------------------------------------------------------
+
+
+class DCRC(ClusterMixin, BaseEstimator):
+    """Discriminative clustering with relative (triplet) constraints.
+
+    Learns a K-class multinomial logistic model whose classes are the
+    clusters from triplet questions "is ``x_a`` more similar to ``x_b`` than
+    to ``x_c``?" answered yes, no or don't know, by variational EM
+    (mean-field E-step, L-BFGS M-step).
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        Number of clusters K (>= 2).
+    epsilon : float in [0, 2/3], default=0.05
+        Answer-noise rate: the ideal answer is observed with probability
+        ``1 - epsilon``, each of the two others with ``epsilon / 2``. 0 gives
+        hard constraints (max-compatible update, DC-14); 2/3 makes the answers
+        uninformative (a :class:`ConstraintWarning` is emitted). Use 0.1-0.2
+        for crowd answers.
+    l2_penalty : float >= 0, default=0.01
+        lambda, weight of ``sum_k ||w_k||^2`` (biases not penalised).
+    entropy_weight : float >= 0, default=1.0
+        tau, weight of the mean conditional entropy of unconstrained
+        instances and (if ``balance``) of minus the marginal entropy.
+        Both are means, on the scale [0, ln K]; the constraint
+        log-likelihood is a sum over triplets.
+    balance : bool, default=True
+        Include the cluster-balance term (paper Eq. 9). Switch off for
+        strongly unbalanced clusters when constraints are plentiful.
+    standardize : bool, default=True
+        Standardise features (zero mean, unit variance) before fitting.
+    max_iter : int, default=100
+        Maximum EM iterations.
+    tol : float, default=1e-6
+        Relative change of the lower bound that stops EM (soft mode).
+    max_mean_field_iter : int, default=100
+        Maximum mean-field sweeps per E-step.
+    mean_field_tol : float, default=1e-6
+        Sweeps stop when ``max |q_new - q_old|`` is below this.
+    max_lbfgs_iter : int, default=50
+        L-BFGS iterations per M-step.
+    init : "kmeans" or ndarray of shape (n_clusters, n_features + 1), default="kmeans"
+        "kmeans": k-means then logistic regression on its labels. An array is
+        the initial W (last column = bias) in the standardised space.
+    n_init_kmeans : int, default=10
+        k-means restarts for the initialisation.
+    labels_from : {"model", "posterior"}, default="model"
+        ``labels_`` as the argmax of ``proba_`` (same rule as ``predict``) or
+        of ``posterior_`` (mean-field posteriors on constrained instances).
+    random_state : int, RandomState or None, default=None
+        Seeds the k-means initialisation (the only randomness).
+    callback : callable or None, default=None
+        ``callback(stage, fraction)`` called a few times during fit; it may
+        raise to cancel.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), dtype int64
+        Cluster of every training sample, in [0, n_clusters).
+    proba_ : ndarray of shape (n_samples, n_clusters), dtype float64
+        P(y_i = k | x_i, W) (Eq. DC-6); rows sum to 1.
+    posterior_ : ndarray of shape (n_samples, n_clusters), dtype float64
+        Mean-field q_i for constrained samples, ``proba_`` rows otherwise.
+    coef_ : ndarray of shape (n_clusters, n_features)
+        Weights in the standardised feature space.
+    intercept_ : ndarray of shape (n_clusters,)
+    mean_, scale_ : ndarray of shape (n_features,)
+        Standardisation (zeros / ones when ``standardize=False``).
+    constrained_index_ : ndarray of shape (n_constrained,), dtype int64
+        Sorted distinct samples occurring in some triplet.
+    triplet_proba_ : ndarray of shape (n_triplets, 3)
+        Model probabilities of yes / no / don't know per input triplet (DC-17).
+    lower_bound_ : list of float
+        Objective lower bound (DC-10b) after every E- and M-step. In hard
+        mode (epsilon = 0) the constraint term (0 or -inf) is left out.
+    n_clusters_ : int
+    n_iter_ : int
+        EM iterations run.
+    converged_ : bool
+    diagnostics_ : dict
+        JSON-serialisable: counts of answers, mode, sweeps per E-step,
+        cluster sizes, empty clusters, training-triplet accuracy (hard DC-17),
+        contradictory repeated triplets under ``"conflicts"``.
+
+    Raises
+    ------
+    InvalidInputError
+        From ``fit``: bad parameters, non-finite X, malformed triplets
+        (out-of-range or repeated index, unknown answer), bad weights or an
+        ``init`` array of the wrong shape.
+
+    Notes
+    -----
+    Pei, Fern, Rosales and Tjahja, Eqs. 1 and 6-14 (spec ``dcrc.md``
+    DC-1 ... DC-17). Objective (Eq. 9):
+    ``L(W) - lambda R(W) - tau [H_U(W) - H(y_hat | W)]`` with the triplet
+    likelihood ``L`` under the noise model of Table I. The E-step is the
+    mean-field update Eq. 13 (soft) or Eq. 14 (hard, epsilon = 0), run as
+    Gauss-Seidel sweeps over colour blocks of instances that share no
+    triplet (so the bound never decreases); the M-step maximises DC-15 with
+    L-BFGS and the analytic gradient DC-16. Initialisation: k-means followed
+    by logistic regression (paper IV-C).
+
+    Contrary to the brief this estimator was specified from, answers stop
+    mattering at ``epsilon = 2/3`` (not 1/3): Table I is uniform there.
+    Repeated triplets and contradictory answers are valid (independent
+    noisy observations) and are only reported in ``diagnostics_``.
+
+    References
+    ----------
+    Y. Pei, X. Z. Fern, R. Rosales, T. V. Tjahja, "Discriminative clustering
+    with relative constraints", arXiv:1501.00037.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clustering._dcrc import DCRC
+    >>> X = np.array([[0.0, 0.0], [0.2, 0.1], [0.1, 0.3],
+    ...               [5.0, 5.0], [5.2, 5.1], [5.1, 4.8]])
+    >>> triplets = [[0, 1, 3], [3, 4, 0], [2, 5, 0]]
+    >>> answers = [1, 1, -1]          # yes, yes, no
+    >>> model = DCRC(n_clusters=2, random_state=0).fit(
+    ...     X, triplets=triplets, triplet_answer=answers)
+    >>> model.labels_[0] == model.labels_[2], model.labels_[0] != model.labels_[3]
+    (np.True_, np.True_)
+    >>> model.predict([[0.1, 0.1]])[0] == model.labels_[0]
+    np.True_
+    """
+
+    def __init__(
+        self,
+        n_clusters=2,
+        *,
+        epsilon=0.05,
+        l2_penalty=0.01,
+        entropy_weight=1.0,
+        balance=True,
+        standardize=True,
+        max_iter=100,
+        tol=1e-6,
+        max_mean_field_iter=100,
+        mean_field_tol=1e-6,
+        max_lbfgs_iter=50,
+        init="kmeans",
+        n_init_kmeans=10,
+        labels_from="model",
+        random_state=None,
+        callback=None,
+    ):
+        self.n_clusters = n_clusters
+        self.epsilon = epsilon
+        self.l2_penalty = l2_penalty
+        self.entropy_weight = entropy_weight
+        self.balance = balance
+        self.standardize = standardize
+        self.max_iter = max_iter
+        self.tol = tol
+        self.max_mean_field_iter = max_mean_field_iter
+        self.mean_field_tol = mean_field_tol
+        self.max_lbfgs_iter = max_lbfgs_iter
+        self.init = init
+        self.n_init_kmeans = n_init_kmeans
+        self.labels_from = labels_from
+        self.random_state = random_state
+        self.callback = callback
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 2, None)],
+        "epsilon": [Interval(numbers.Real, 0, 2.0 / 3.0, closed="both")],
+        "l2_penalty": [Interval(numbers.Real, 0, None, closed="left")],
+        "entropy_weight": [Interval(numbers.Real, 0, None, closed="left")],
+        "balance": [bool],
+        "standardize": [bool],
+        "max_iter": [Interval(numbers.Integral, 1, None)],
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_mean_field_iter": [Interval(numbers.Integral, 1, None)],
+        "mean_field_tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "max_lbfgs_iter": [Interval(numbers.Integral, 1, None)],
+        "init": [Options("kmeans"), np.ndarray],
+        "n_init_kmeans": [Interval(numbers.Integral, 1, None)],
+        "labels_from": [Options("model", "posterior")],
+        "random_state": [None, numbers.Integral, np.random.RandomState],
+    }
+
+    # ------------------------------------------------------------------
+    def _standardize(self, X):
+        return (X - self.mean_) / self.scale_
+
+    def _augment(self, Xs):
+        return np.hstack([Xs, np.ones((Xs.shape[0], 1))])
+
+    def fit(self, X, y=None, *, triplets=None, triplet_answer=None, triplet_weight=None):
+        """Fit the model to X and the answered triplets.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        triplets : array-like of shape (n_triplets, 3) or None
+            Rows ``(a, b, c)``: "is a closer to b than to c?". None or empty:
+            no constraints (regularised information maximisation).
+        triplet_answer : array-like of shape (n_triplets,) or None
+            ``+1`` yes, ``-1`` no, ``0`` don't know (or ``"yes"``, ``"no"``,
+            ``"dont_know"``); None means all yes.
+        triplet_weight : array-like of shape (n_triplets,) or None
+            Optional confidence in (0, 1] multiplying each triplet's
+            log-likelihood (an extension, not in the paper).
+
+        Returns
+        -------
+        self : DCRC
+
+        Raises
+        ------
+        InvalidInputError
+            See the class docstring.
+        """
+        validate_params(self, self._parameter_constraints)
+        if self.callback is not None and not callable(self.callback):
+            raise InvalidInputError("DCRC: callback must be callable or None", field="callback")
+        X = check_data(X)
+        N, d = X.shape
+        K = check_n_clusters(self.n_clusters, N)
+        cons = check_triplet_constraints(triplets, triplet_answer, N)
+        tri, ans = cons.triplets, cons.answer.astype(np.int8)
+        M = tri.shape[0]
+        weight = check_weights(triplet_weight, M, name="triplet_weight")
+        eps = float(self.epsilon)
+        hard = eps < _HARD_EPS
+        if eps >= 2.0 / 3.0 - 1e-12 and M:
+            warnings.warn(
+                "DCRC: epsilon == 2/3 makes every answer equally likely; constraints ignored",
+                ConstraintWarning,
+                stacklevel=2,
+            )
+        log_gamma = 0.0 if hard else float(np.log(2.0 * (1.0 - eps) / eps))
+        lam, tau, balance = float(self.l2_penalty), float(self.entropy_weight), self.balance
+        cb = self.callback
+        last_cb = [time.monotonic()]
+
+        def report(stage, frac, force=False):
+            if cb is not None and (force or time.monotonic() - last_cb[0] >= 0.5):
+                last_cb[0] = time.monotonic()
+                cb(stage, float(frac))
+
+        report("init", 0.0, force=True)
+
+        # 1. standardise and augment
+        if self.standardize:
+            self.mean_ = X.mean(axis=0)
+            sd = X.std(axis=0)
+            self.scale_ = np.where(sd > 0, sd, 1.0)
+        else:
+            self.mean_ = np.zeros(d)
+            self.scale_ = np.ones(d)
+        Xs = self._standardize(X)
+        Xa = self._augment(Xs)
+
+        # 2. constrained / unconstrained sets
+        c_idx = np.unique(tri) if M else np.zeros(0, dtype=np.int64)
+        u_mask = np.ones(N, dtype=bool)
+        u_mask[c_idx] = False
+        u_idx = np.flatnonzero(u_mask)
+        tri_loc = np.searchsorted(c_idx, tri) if M else np.zeros((0, 3), dtype=np.int64)
+
+        # 3. initial W
+        rng = check_random_state(self.random_state)
+        if isinstance(self.init, np.ndarray):
+            W = np.asarray(self.init, dtype=np.float64)
+            if W.shape != (K, d + 1) or not np.all(np.isfinite(W)):
+                raise InvalidInputError(
+                    f"DCRC: init has shape {W.shape}, must be finite with shape "
+                    f"(n_clusters, n_features + 1) = ({K}, {d + 1})",
+                    field="init",
+                )
+            W = W.copy()
+        else:
+            with threadpool_limits(limits=1):
+                W = _kmeans_logistic_init(Xs, K, lam, self.n_init_kmeans, rng)
+        report("init", 0.05)
+        lp = log_softmax(Xa @ W.T, axis=1)
+        q = np.exp(lp[c_idx])
+
+        # 4. colouring
+        plan = _EStepPlan(tri_loc, ans, weight, c_idx.size) if M else None
+
+        def lb(W_, q_):
+            return _lower_bound(W_, Xa, c_idx, u_idx, q_, tri_loc, ans, weight, eps, hard, lam, tau, balance)
+
+        bounds, sweeps = [], []
+        # L-BFGS-B calls BLAS on tiny vectors: a multi-threaded BLAS on a busy
+        # machine made each of its iterations ~100x slower, so limit to 1 thread.
+        with threadpool_limits(limits=1, user_api="blas"):
+            converged = False
+            prev_lb = None
+            stable = 0
+            prev_args = None
+            n_iter = 0
+            for it in range(1, self.max_iter + 1):
+                n_iter = it
+                # a. E-step (in place on q)
+                if M:
+                    sweeps.append(
+                        _e_step(q, lp[c_idx], plan, log_gamma, hard, self.max_mean_field_iter, self.mean_field_tol)
+                    )
+                    bounds.append(lb(W, q))
+                # b. M-step
+                W_old = W
+                res = minimize(
+                    _neg_objective,
+                    W.ravel(),
+                    args=(Xa, c_idx, q, u_idx, lam, tau, balance, K),
+                    jac=True,
+                    method="L-BFGS-B",
+                    options={"maxiter": self.max_lbfgs_iter, "gtol": 1e-6},
+                )
+                W = res.x.reshape(K, d + 1)
+                lp = log_softmax(Xa @ W.T, axis=1)
+                cur = lb(W, q)
+                bounds.append(cur)
+                report("em", 0.05 + 0.9 * it / self.max_iter)
+                # c. convergence
+                if hard and M:
+                    args = (q.argmax(axis=1), lp.argmax(axis=1))
+                    same = prev_args is not None and all(np.array_equal(a, b) for a, b in zip(args, prev_args))
+                    stable = stable + 1 if same else 0
+                    prev_args = args
+                    if stable >= 2 and np.abs(W - W_old).max() < 1e-6:
+                        converged = True
+                        break
+                elif prev_lb is not None and abs(cur - prev_lb) <= self.tol * max(1.0, abs(prev_lb)):
+                    converged = True
+                    break
+                prev_lb = cur
+
+        # 6. outputs
+        self.coef_ = W[:, :-1].copy()
+        self.intercept_ = W[:, -1].copy()
+        self.proba_ = np.exp(lp)
+        self.proba_ /= self.proba_.sum(axis=1, keepdims=True)
+        post = self.proba_.copy()
+        if M:
+            post[c_idx] = q / q.sum(axis=1, keepdims=True)
+        self.posterior_ = post
+        src = self.proba_ if self.labels_from == "model" else self.posterior_
+        self.labels_ = src.argmax(axis=1).astype(np.int64)
+        self.constrained_index_ = c_idx.astype(np.int64)
+        self.n_clusters_ = K
+        self.n_iter_ = int(n_iter)
+        self.converged_ = bool(converged)
+        self.lower_bound_ = [float(v) for v in bounds]
+        if M:
+            self.triplet_proba_ = _answer_proba(self.proba_[tri[:, 0]], self.proba_[tri[:, 1]], self.proba_[tri[:, 2]])
+            hard_pred = _ideal_answer(self.labels_[tri[:, 0]], self.labels_[tri[:, 1]], self.labels_[tri[:, 2]])
+            acc = float(np.mean(hard_pred == ans))
+        else:
+            self.triplet_proba_ = np.zeros((0, 3))
+            acc = None
+        sizes = np.bincount(self.labels_, minlength=K)
+        conflicts, n_conflicts = _triplet_conflicts(tri, ans)
+        self.diagnostics_ = {
+            "mode": "hard" if hard else "soft",
+            "epsilon": eps,
+            "n_triplets": int(M),
+            "n_yes": int(np.sum(ans == YES)),
+            "n_no": int(np.sum(ans == NO)),
+            "n_dont_know": int(np.sum(ans == DNK)),
+            "n_constrained": int(c_idx.size),
+            "n_colours": int(plan.n_colours) if plan is not None else 0,
+            "n_iter": int(n_iter),
+            "converged": bool(converged),
+            "mean_field_sweeps": [int(s) for s in sweeps],
+            "lower_bound": float(bounds[-1]) if bounds else None,
+            "cluster_sizes": [int(s) for s in sizes],
+            "empty_clusters": [int(k) for k in np.flatnonzero(sizes == 0)],
+            "triplet_accuracy": acc,
+            "conflicts": conflicts,
+            "n_conflicts": int(n_conflicts),
+        }
+        report("done", 1.0, force=True)
+        return self
+
+    # ------------------------------------------------------------------
+    def _check_fitted_X(self, X):
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "coef_")
+        X = check_data(X, min_samples=1)
+        if X.shape[1] != self.coef_.shape[1]:
+            raise InvalidInputError(
+                f"X has {X.shape[1]} features, the model was fitted with {self.coef_.shape[1]}", field="X"
+            )
+        return X
+
+    def predict_proba(self, X):
+        """Cluster probabilities P(y = k | x, W) (DC-6) for new points.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_clusters), rows sum to 1
+        """
+        X = self._check_fitted_X(X)
+        z = self._standardize(X) @ self.coef_.T + self.intercept_
+        p = np.exp(log_softmax(z, axis=1))
+        return p / p.sum(axis=1, keepdims=True)
+
+    def predict(self, X):
+        """Most probable cluster of new points.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), dtype int64
+        """
+        return self.predict_proba(X).argmax(axis=1).astype(np.int64)
+
+    def predict_triplets(self, X, triplets, *, hard=False):
+        """Answer triplet questions with the fitted model (DC-17).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Points the triplet indices refer to.
+        triplets : array-like of shape (n_triplets, 3)
+        hard : bool, default=False
+            False: probabilities of (yes, no, don't know), shape (n_triplets, 3).
+            True: DC-1 applied to the predicted labels, int8 codes +1 / -1 / 0.
+
+        Returns
+        -------
+        ndarray of shape (n_triplets, 3) float64, or (n_triplets,) int8
+        """
+        p = self.predict_proba(X)
+        tri, _ = check_triplets(triplets, p.shape[0])
+        if hard:
+            lab = p.argmax(axis=1)
+            return _ideal_answer(lab[tri[:, 0]], lab[tri[:, 1]], lab[tri[:, 2]])
+        return _answer_proba(p[tri[:, 0]], p[tri[:, 1]], p[tri[:, 2]])
