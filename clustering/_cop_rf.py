@@ -1,0 +1,669 @@
+"""COP-RF: Constraint Propagation Random Forest (Zhu, Loy & Gong, ICDM 2013).
+
+A clustering forest (pseudo two-class trees, real data against uniform fake
+data) whose splits honour pairwise constraints; two points are similar when
+many trees put them in the same leaf. A root-node filter scores every
+constraint by the impurity gain it allows, so that noisy constraints shape
+the root split less. The forest affinity feeds a kNN graph and
+Ng-Jordan-Weiss spectral clustering.
+
+Implementation spec: ``shared/specs/cop_rf.md`` (equations CR-1..CR-17,
+algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf_kernels`.
+"""
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from joblib import Parallel, delayed, effective_n_jobs
+from sklearn.base import BaseEstimator, ClusterMixin
+
+from . import _cop_rf_kernels as _k
+from ._constraints import check_pairwise
+from ._params import Interval, Options, validate_params
+from ._spectral import kmeans_labels, njw_embedding
+from .exceptions import ConstraintWarning
+from .validation import check_data, check_n_clusters
+
+__all__ = ["COPRF"]
+
+DENSE_AFFINITY_LIMIT = 3000
+MAX_TREES = 65535  # uint16 co-occurrence counts
+
+
+class COPRF(ClusterMixin, BaseEstimator):
+    """Constraint Propagation Random Forest with spectral clustering.
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        K for the spectral step, ``2 <= K <= n_samples``.
+    n_estimators : int, default=1000
+        Number of COP-trees T (paper T_c), in [1, 65535].
+    max_features : "sqrt", int, float or None, default="sqrt"
+        Features tried per node (mtry): "sqrt" = floor(sqrt(d)); an int;
+        a float in (0, 1] = fraction of d; None = all d. At least 1.
+    min_samples_split : int, default=2
+        Nodes with fewer training samples become leaves (paper phi = 1).
+    max_depth : int or None, default=None
+        Maximum tree depth (root = depth 0).
+    cannot_link_policy : {"relaxed", "literal", "strict"}, default="relaxed"
+        "literal" (alias "strict") is the paper's Algorithm 1: a split must
+        keep every active must-link together and cut every active
+        cannot-link, else the node is a leaf. "relaxed" (spec §4.3) falls
+        back to must-link-only validity, then to the must-link-respecting cut
+        that separates the most cannot-links.
+    filter_constraints : bool, default=True
+        Run the root-node noisy-constraint filter (CR-12..CR-14).
+    filter_fraction : float, default=0.5
+        alpha in (0, 1): size of the random subsets Q and of the kept root
+        subset S^t, as ``ceil(alpha * |P^t|)``.
+    filter_repeats : int, default=500
+        f, the number of random subsets per tree.
+    filter_share_features : bool, default=True
+        Use the root's mtry features for every filter repetition (spec §4.5
+        [choice]); False draws fresh features per repetition.
+    filter_score : {"strict", "soft"}, default="strict"
+        "strict" is the paper's score (Eq. 7-8); "soft" is CR-16.
+    n_neighbors : "auto" or int, default="auto"
+        k of the kNN graph; "auto" = max(1, min(n - 1, round(n / 10))).
+    store_affinity : {"auto", "dense", "none"}, default="auto"
+        Keep the dense forest affinity (``affinity_matrix_``) for
+        n <= 3000 ("auto") or always ("dense"); "none" never builds it and
+        computes the kNN graph block-wise.
+    keep_leaves : bool, default=False
+        Store ``leaves_`` (n, T).
+    keep_trees : bool, default=False
+        Store ``trees_`` (node arrays and constraint sets of every tree).
+    n_init : int, default=10
+        k-means restarts of the spectral step.
+    n_jobs : int or None, default=None
+        Threads for growing trees (numba kernels release the GIL). Results
+        do not depend on it.
+    random_state : int, RandomState or None, default=None
+        Seeds everything (one ``SeedSequence`` child per tree).
+    callback : callable or None, default=None
+        ``callback(stage, fraction)``, called after each batch of trees and
+        before the spectral step. Exceptions it raises abort ``fit``.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), int64
+        Cluster of each sample, in ``[0, n_clusters)``.
+    n_clusters_ : int
+    affinity_matrix_ : ndarray of shape (n_samples, n_samples) float64, or csr_matrix
+        Forest affinity A (CR-9; the spec's ``affinity_``): symmetric, zero
+        diagonal, values in [0, 1], multiples of 1/T. When it is not stored
+        (n > 3000 with "auto", or "none") this is the kNN graph.
+    knn_graph_ : csr_matrix of shape (n_samples, n_samples), float64
+        Symmetric kNN graph W (CR-10, union rule), weights equal to A.
+    constraint_scores_ : ndarray of shape (n_pairs,), float64
+        Mean filter score of each input constraint over the trees whose bag
+        holds both endpoints (CR-15), in the caller's order. NaN when never
+        covered, when the filter is off, or when the pair was dropped as
+        contradictory (same pair given as both kinds, see diagnostics).
+    constraint_selection_rate_ : ndarray of shape (n_pairs,), float64
+        Fraction of the covering trees whose root subset S^t held the
+        constraint (1.0 when the filter is off); NaN when never covered.
+    constraint_coverage_ : ndarray of shape (n_pairs,), int64
+        Number of trees whose bag contained both endpoints.
+    pairs_ : ndarray of shape (u, 2), int64
+        Normalised constraints actually used (``i < j``, duplicates merged).
+    pair_kind_ : ndarray of shape (u,), int8
+    leaves_ : ndarray of shape (n_samples, n_estimators), int32
+        Only with ``keep_leaves=True``.
+    trees_ : list of dict
+        Only with ``keep_trees=True``: per tree ``feature``, ``threshold``,
+        ``children_left``, ``children_right``, ``n_node_samples``,
+        ``n_node_real``, ``split_type`` (0 strict, 1 must-link only, 2 forced),
+        ``constraints`` (P^t, indices into ``pairs_``), ``root_constraints``
+        (the set the root split was searched with), ``bag``.
+    diagnostics_ : dict
+        JSON-serialisable: ``root_leaf_fraction``, ``mean_depth``,
+        ``mean_leaf_size``, ``ml_satisfaction``, ``cl_satisfaction``,
+        ``filter_zero_fraction``, ``forced_split_fraction``,
+        ``ml_only_split_fraction``, ``conflicts``, ``n_conflicts``,
+        ``conflicting_pairs``, ``unsatisfiable_cannot_links``,
+        ``n_neighbors``, ``n_graph_components``, ``isolated_samples``,
+        ``degenerate_forest``, ``numba``.
+
+    Raises
+    ------
+    InvalidInputError
+        From ``fit``: bad parameters, bad X (NaN, ragged, ...), bad pairs
+        (out of range, self-pairs, kinds other than +/-1, weights outside
+        (0, 1]). Contradictory constraints are never an error.
+
+    Notes
+    -----
+    Zhu, Loy & Gong (2013): pseudo two-class trees (CR-1, paper Sec. II-B),
+    bagged constraint subsets (CR-2), Gini gain (CR-4, Eq. 4) maximised under
+    the constraint validity of Eq. 5 / Algorithm 1 (CR-6, CR-7), root filter
+    Eqs. 7-8 (CR-12..CR-14), tree and forest affinity Eq. 6 (CR-8, CR-9),
+    kNN graph (CR-10) and NJW spectral clustering (CR-11).
+
+    Deviations (spec-marked): the default ``cannot_link_policy="relaxed"``
+    (spec §7.1: the literal rule turns most roots into leaves once a bag
+    holds a few dozen cannot-links across three or more clusters); the
+    filter repetitions share the root features. Duplicate pairs are merged
+    summing weights; a pair given as both kinds keeps the kind of larger
+    summed weight (dropped on a tie). When every tree's root is a leaf the
+    affinity is constant: fit warns (``ConstraintWarning``) and clusters it
+    anyway instead of raising.
+
+    References
+    ----------
+    .. [1] X. Zhu, C. C. Loy, S. Gong. "Constrained Clustering: Effective
+       Constraint Propagation with Imperfect Oracles". ICDM 2013.
+    .. [2] T. Shi, S. Horvath. "Unsupervised learning with random forest
+       predictors". J. Comput. Graph. Stat. 15(1), 2006.
+    .. [3] A. Ng, M. Jordan, Y. Weiss. "On spectral clustering: analysis and
+       an algorithm". NIPS 2001.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clustering._cop_rf import COPRF
+    >>> X = np.array([[0., 0.], [0.1, 0.], [0., 0.1], [5., 5.], [5.1, 5.], [5., 5.1]])
+    >>> model = COPRF(n_clusters=2, n_estimators=50, random_state=0)
+    >>> model = model.fit(X, pairs=[[0, 1], [0, 3]], pair_kind=[1, -1])
+    >>> model.labels_.shape
+    (6,)
+    >>> bool(model.labels_[0] == model.labels_[1] != model.labels_[3])
+    True
+    """
+
+    def __init__(
+        self,
+        n_clusters=2,
+        *,
+        n_estimators=1000,
+        max_features="sqrt",
+        min_samples_split=2,
+        max_depth=None,
+        cannot_link_policy="relaxed",
+        filter_constraints=True,
+        filter_fraction=0.5,
+        filter_repeats=500,
+        filter_share_features=True,
+        filter_score="strict",
+        n_neighbors="auto",
+        store_affinity="auto",
+        keep_leaves=False,
+        keep_trees=False,
+        n_init=10,
+        n_jobs=None,
+        random_state=None,
+        callback=None,
+    ):
+        self.n_clusters = n_clusters
+        self.n_estimators = n_estimators
+        self.max_features = max_features
+        self.min_samples_split = min_samples_split
+        self.max_depth = max_depth
+        self.cannot_link_policy = cannot_link_policy
+        self.filter_constraints = filter_constraints
+        self.filter_fraction = filter_fraction
+        self.filter_repeats = filter_repeats
+        self.filter_share_features = filter_share_features
+        self.filter_score = filter_score
+        self.n_neighbors = n_neighbors
+        self.store_affinity = store_affinity
+        self.keep_leaves = keep_leaves
+        self.keep_trees = keep_trees
+        self.n_init = n_init
+        self.n_jobs = n_jobs
+        self.random_state = random_state
+        self.callback = callback
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 2, None)],
+        "n_estimators": [Interval(numbers.Integral, 1, MAX_TREES)],
+        "max_features": [
+            Options("sqrt"),
+            Interval(numbers.Integral, 1, None),
+            Interval(numbers.Real, 0.0, 1.0, closed="right"),
+            None,
+        ],
+        "min_samples_split": [Interval(numbers.Integral, 2, None)],
+        "max_depth": [Interval(numbers.Integral, 1, None), None],
+        "cannot_link_policy": [Options("relaxed", "literal", "strict")],
+        "filter_constraints": [bool],
+        "filter_fraction": [Interval(numbers.Real, 0.0, 1.0, closed="neither")],
+        "filter_repeats": [Interval(numbers.Integral, 1, 100000)],
+        "filter_share_features": [bool],
+        "filter_score": [Options("strict", "soft")],
+        "n_neighbors": [Options("auto"), Interval(numbers.Integral, 1, None)],
+        "store_affinity": [Options("auto", "dense", "none")],
+        "keep_leaves": [bool],
+        "keep_trees": [bool],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "n_jobs": [numbers.Integral, None],
+        "random_state": [numbers.Integral, np.random.RandomState, None],
+    }
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y=None, *, pairs=None, pair_kind=None, pair_weight=None):
+        """Grow the forest, build the kNN graph and cluster it.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite numbers.
+        y : ignored
+        pairs : array-like of shape (n_pairs, 2) of int, optional
+            Row indices of constrained pairs.
+        pair_kind : array-like of shape (n_pairs,), optional
+            +1 must-link, -1 cannot-link.
+        pair_weight : array-like of shape (n_pairs,), optional
+            Confidence in (0, 1]; only used to merge duplicates and to
+            resolve a pair given as both kinds.
+
+        Returns
+        -------
+        self : COPRF
+
+        Raises
+        ------
+        InvalidInputError
+            Bad parameters, data or constraints (never for contradictory
+            constraints, which are reported in ``diagnostics_``).
+        """
+        validate_params(self, self._parameter_constraints)
+        X = check_data(X)
+        n, d = X.shape
+        K = check_n_clusters(self.n_clusters, n)
+        pc = check_pairwise(pairs, pair_kind, pair_weight, n)
+        cb = self.callback
+        T = int(self.n_estimators)
+
+        e0, e1, kind, weight, row_map, conflicting = _normalise_pairs(pc, n)
+        u = e0.shape[0]
+        conflicts, n_conflicts = pc.conflicts()
+        identical = np.all(X[pc.pairs[:, 0]] == X[pc.pairs[:, 1]], axis=1) if len(pc) else np.zeros(0, bool)
+        unsat = np.flatnonzero(identical & (pc.kind < 0)).tolist()
+
+        mtry = _mtry(self.max_features, d)
+        literal = self.cannot_link_policy in ("literal", "strict")
+        settings = dict(
+            mtry=mtry,
+            min_samples_split=int(self.min_samples_split),
+            max_depth=np.iinfo(np.int32).max if self.max_depth is None else int(self.max_depth),
+            policy=_k.POLICY_LITERAL if literal else _k.POLICY_RELAXED,
+            filter=bool(self.filter_constraints),
+            alpha=float(self.filter_fraction),
+            repeats=int(self.filter_repeats),
+            share=bool(self.filter_share_features),
+            soft=self.filter_score == "soft",
+            keep_tree=bool(self.keep_trees),
+        )
+
+        root_ss = _seed_sequence(self.random_state)
+        tree_ss, misc_ss = root_ss.spawn(2)
+        seeds = tree_ss.spawn(T)
+        misc = np.random.default_rng(misc_ss)
+
+        lo = X.min(axis=0)
+        hi = X.max(axis=0)
+        Xt = np.ascontiguousarray(X.T)
+        n_jobs = max(1, int(effective_n_jobs(self.n_jobs)))
+        n_batches = min(T, max(4 * n_jobs, 8))
+        bounds = np.linspace(0, T, n_batches + 1).round().astype(int)
+        jobs = (
+            delayed(_grow_batch)(X, Xt, lo, hi, e0, e1, kind, seeds[bounds[b] : bounds[b + 1]], settings)
+            for b in range(n_batches)
+        )
+        results = []
+        if cb is not None:
+            cb("forest", 0.0)
+        if n_jobs == 1:
+            for b, job in enumerate(jobs):
+                fn, args, kwargs = job
+                results.extend(fn(*args, **kwargs))
+                if cb is not None:
+                    cb("forest", bounds[b + 1] / T)
+        else:
+            par = Parallel(n_jobs=n_jobs, backend="threading", return_as="generator")
+            for b, batch in enumerate(par(jobs)):
+                results.extend(batch)
+                if cb is not None:
+                    cb("forest", bounds[b + 1] / T)
+
+        leaves = np.empty((T, n), dtype=np.int32)
+        root_leaf = np.zeros(T, dtype=bool)
+        for t, res in enumerate(results):
+            leaves[t] = res["leaves"]
+            root_leaf[t] = res["root_leaf"]
+
+        # ---- constraint scores (CR-15)
+        score_sum = np.zeros(u)
+        score_n = np.zeros(u)
+        sel_sum = np.zeros(u)
+        cover = np.zeros(u, dtype=np.int64)
+        ml_ok = ml_tot = cl_ok = cl_tot = 0
+        for res in results:
+            pt = res["pt"]
+            cover[pt] += 1
+            sel_sum[pt] += res["selected"]
+            s = res["scores"]
+            if s is not None:
+                fin = np.isfinite(s)
+                score_sum[pt[fin]] += s[fin]
+                score_n[pt[fin]] += 1
+            same = res["leaves"][e0[pt]] == res["leaves"][e1[pt]]
+            is_ml = kind[pt] > 0
+            ml_ok += int(np.sum(same & is_ml))
+            ml_tot += int(np.sum(is_ml))
+            cl_ok += int(np.sum(~same & ~is_ml))
+            cl_tot += int(np.sum(~is_ml))
+        with np.errstate(invalid="ignore", divide="ignore"):
+            score_u = np.where(score_n > 0, score_sum / np.maximum(score_n, 1), np.nan)
+            rate_u = np.where(cover > 0, sel_sum / np.maximum(cover, 1), np.nan)
+        m = len(pc)
+        kept = row_map >= 0
+        self.constraint_scores_ = np.full(m, np.nan)
+        self.constraint_selection_rate_ = np.full(m, np.nan)
+        self.constraint_coverage_ = np.zeros(m, dtype=np.int64)
+        self.constraint_scores_[kept] = score_u[row_map[kept]]
+        self.constraint_selection_rate_[kept] = rate_u[row_map[kept]]
+        self.constraint_coverage_[kept] = cover[row_map[kept]]
+        self.pairs_ = np.stack([e0, e1], axis=1) if u else np.empty((0, 2), dtype=np.int64)
+        self.pair_kind_ = kind.astype(np.int8)
+
+        # ---- affinity and kNN graph (CR-9, CR-10, §4.6)
+        if cb is not None:
+            cb("affinity", 0.0)
+        k = _n_neighbors(self.n_neighbors, n)
+        perm = misc.permutation(n).astype(np.int64)
+        nondeg = np.flatnonzero(~root_leaf)
+        degenerate = nondeg.size == 0
+        if degenerate:
+            warnings.warn(
+                "every tree's root is a leaf: the forest affinity is constant and carries no "
+                "information (try cannot_link_policy='relaxed' or fewer constraints)",
+                ConstraintWarning,
+                stacklevel=2,
+            )
+            nondeg = np.array([0])
+        offset = T - nondeg.size  # root-leaf trees join every pair
+        use = leaves[nondeg]
+        dense = self.store_affinity == "dense" or (self.store_affinity == "auto" and n <= DENSE_AFFINITY_LIMIT)
+        if dense:
+            C = np.zeros((n, n), dtype=np.uint16)
+            _k.accumulate_counts(C, use)
+            cols, cnts, sizes = _k.knn_from_counts(C, k, perm)
+            A = (C.astype(np.float64) + offset) / T
+            np.fill_diagonal(A, 0.0)
+            del C
+        else:
+            cols, cnts, sizes = _knn_blockwise(use, k, perm, n_jobs)
+            A = None
+        rows = np.repeat(np.arange(n), k)
+        valid = cols.ravel() >= 0
+        vals = (cnts.ravel()[valid] + offset) / T
+        W = sp.csr_matrix((vals, (rows[valid], cols.ravel()[valid])), shape=(n, n))
+        W = sp.csr_matrix(W.maximum(W.T))
+        W.sort_indices()
+        self.knn_graph_ = W
+        self.affinity_matrix_ = A if A is not None else W
+        if self.keep_leaves:
+            self.leaves_ = np.ascontiguousarray(leaves.T)
+        if self.keep_trees:
+            self.trees_ = [res["tree"] for res in results]
+
+        # ---- NJW spectral clustering (CR-11)
+        if cb is not None:
+            cb("spectral", 0.0)
+        spec_seed = int(misc.integers(0, 2**31 - 1))
+        Y, info = njw_embedding(W, K, random_state=spec_seed)
+        if info["n_components_graph"] > K:
+            warnings.warn(
+                f"the kNN graph has {info['n_components_graph']} connected components, more than "
+                f"n_clusters={K}; the spectral embedding is not unique (increase n_neighbors)",
+                ConstraintWarning,
+                stacklevel=2,
+            )
+        self.labels_ = kmeans_labels(Y, K, n_init=int(self.n_init), random_state=spec_seed)
+        self.n_clusters_ = int(K)
+
+        # ---- diagnostics
+        zero = [r["zero_fraction"] for r in results if r["zero_fraction"] is not None]
+        n_internal = sum(r["n_internal"] for r in results)
+        self.diagnostics_ = {
+            "n_trees": T,
+            "max_features": int(mtry),
+            "root_leaf_fraction": float(root_leaf.mean()),
+            "mean_depth": float(np.mean([r["depth"] for r in results])),
+            "mean_leaf_size": float(np.mean([2.0 * n / r["n_leaves"] for r in results])),
+            "ml_satisfaction": float(ml_ok / ml_tot) if ml_tot else None,
+            "cl_satisfaction": float(cl_ok / cl_tot) if cl_tot else None,
+            "filter_zero_fraction": float(np.mean(zero)) if zero else None,
+            "forced_split_fraction": float(sum(r["n_forced"] for r in results) / max(n_internal, 1)),
+            "ml_only_split_fraction": float(sum(r["n_ml_only"] for r in results) / max(n_internal, 1)),
+            "n_constraints_used": int(u),
+            "conflicts": _jsonable(conflicts),
+            "n_conflicts": int(n_conflicts),
+            "conflicting_pairs": conflicting,
+            "unsatisfiable_cannot_links": [int(i) for i in unsat],
+            "n_neighbors": int(k),
+            "n_graph_components": int(info["n_components_graph"]),
+            "isolated_samples": [int(i) for i in info["zero_rows"]],
+            "degenerate_forest": bool(degenerate),
+            "numba": bool(_k.HAVE_NUMBA),
+        }
+        if cb is not None:
+            cb("done", 1.0)
+        return self
+
+
+# ---------------------------------------------------------------- helpers
+def _seed_sequence(random_state):
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.SeedSequence(int(random_state.randint(0, 2**31 - 1)))
+    if random_state is None:
+        return np.random.SeedSequence()
+    return np.random.SeedSequence(int(random_state))
+
+
+def _mtry(max_features, d):
+    if max_features == "sqrt":
+        k = int(math.floor(math.sqrt(d)))
+    elif max_features is None:
+        k = d
+    elif isinstance(max_features, numbers.Integral):
+        k = int(max_features)
+    else:
+        k = int(math.floor(float(max_features) * d))
+    return int(min(max(k, 1), d))
+
+
+def _n_neighbors(n_neighbors, n):
+    if n_neighbors == "auto":
+        return int(max(1, min(n - 1, round(n / 10))))
+    return int(max(1, min(int(n_neighbors), n - 1)))
+
+
+def _jsonable(obj):
+    if isinstance(obj, dict):
+        return {str(k): _jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple, np.ndarray)):
+        return [_jsonable(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    return obj
+
+
+def _normalise_pairs(pc, n, max_report=100):
+    """Spec §2: unordered pairs, duplicates merged (weights summed), a pair
+    given as both kinds keeps the heavier kind (dropped on a tie).
+
+    Returns e0, e1 (u,), kind (u,) int64, weight (u,), row_map (m,) int64
+    (normalised index of each input row, -1 when dropped or overruled) and
+    the JSON list of conflicting pairs.
+    """
+    m = len(pc)
+    if m == 0:
+        z = np.zeros(0, dtype=np.int64)
+        return z, z.copy(), z.copy(), np.zeros(0), z.copy(), []
+    lo = np.minimum(pc.pairs[:, 0], pc.pairs[:, 1])
+    hi = np.maximum(pc.pairs[:, 0], pc.pairs[:, 1])
+    key = lo * n + hi
+    uniq, first, inv = np.unique(key, return_index=True, return_inverse=True)
+    inv = inv.ravel()
+    is_ml = pc.kind > 0
+    wml = np.bincount(inv, weights=np.where(is_ml, pc.weight, 0.0), minlength=uniq.size)
+    wcl = np.bincount(inv, weights=np.where(~is_ml, pc.weight, 0.0), minlength=uniq.size)
+    both = (wml > 0) & (wcl > 0)
+    keep_kind = np.where(wml > wcl, 1, np.where(wcl > wml, -1, 0))
+    # order of the normalised constraints: first occurrence in the input
+    order = np.argsort(first, kind="stable")
+    keep = order[keep_kind[order] != 0]
+    new_index = np.full(uniq.size, -1, dtype=np.int64)
+    new_index[keep] = np.arange(keep.size)
+    row_kind_ok = np.where(is_ml, 1, -1) == keep_kind[inv]
+    row_map = np.where(row_kind_ok, new_index[inv], -1).astype(np.int64)
+    conflicting = []
+    for g in np.flatnonzero(both)[np.argsort(first[both], kind="stable")][:max_report]:
+        conflicting.append(
+            {
+                "pair": [int(lo[first[g]]), int(hi[first[g]])],
+                "indices": [int(i) for i in np.flatnonzero(inv == g)],
+                "must_link_weight": float(wml[g]),
+                "cannot_link_weight": float(wcl[g]),
+                "kept": {1: "must_link", -1: "cannot_link", 0: "none"}[int(keep_kind[g])],
+            }
+        )
+    e0 = lo[first[keep]].astype(np.int64)
+    e1 = hi[first[keep]].astype(np.int64)
+    kind = keep_kind[keep].astype(np.int64)
+    weight = np.where(kind > 0, wml[keep], wcl[keep])
+    return e0, e1, kind, weight, row_map, conflicting
+
+
+def _grow_batch(X, Xt, lo, hi, e0, e1, kind, seeds, s):
+    return [_grow_one(X, Xt, lo, hi, e0, e1, kind, ss, s) for ss in seeds]
+
+
+def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
+    """One COP-tree (§4.2) from its own seed; returns leaf ids and filter output."""
+    sa, sb, sc = seed.spawn(3)
+    ga = np.random.default_rng(sa)
+    gb = np.random.default_rng(sb)
+    gc = np.random.default_rng(sc)
+    N, d = X.shape
+    mtry = s["mtry"]
+    # stream a: bag and pseudo samples (CR-1, CR-2)
+    bag = ga.integers(0, N, N)
+    pseudo = ga.uniform(lo, hi, size=(N, d))
+    in_bag = np.zeros(N, dtype=bool)
+    in_bag[bag] = True
+    pt = np.flatnonzero(in_bag[e0] & in_bag[e1]).astype(np.int64)
+    Zt = np.empty((d, 2 * N))
+    Zt[:, :N] = Xt[:, bag]
+    Zt[:, N:] = pseudo.T
+    yv = np.zeros(2 * N, dtype=np.int64)
+    yv[:N] = 1
+    # stream b: one row of uniforms per searched node (feature draws)
+    feat_rand = gb.random((4 * N + 2, mtry))
+    p = pt.size
+    scores = None
+    selected = np.ones(p)
+    zero_fraction = None
+    root_active = pt
+    if s["filter"] and p > 0:
+        q = int(math.ceil(s["alpha"] * p))
+        f = s["repeats"]
+        keys = gc.random((f, p))
+        Q = np.argpartition(keys, q - 1, axis=1)[:, :q] if q < p else np.tile(np.arange(p), (f, 1))
+        Q = np.ascontiguousarray(Q, dtype=np.int64)
+        feat_mask = np.zeros((f, d), dtype=bool)
+        if s["share"]:
+            root_feats = _k.draw_features(np.arange(d), feat_rand[0], mtry)
+            feat_mask[:, root_feats] = True
+        else:
+            fk = gc.random((f, d))
+            pick = np.argpartition(fk, mtry - 1, axis=1)[:, :mtry] if mtry < d else np.tile(np.arange(d), (f, 1))
+            np.put_along_axis(feat_mask, pick, True, axis=1)
+        dI = _k.root_filter(Zt, yv, Xt, e0, e1, kind, pt, feat_mask, Q, s["soft"])
+        sums = np.zeros(p)
+        np.add.at(sums, Q.ravel(), np.repeat(dI, q))
+        r = np.bincount(Q.ravel(), minlength=p)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scores = np.where(r > 0, sums / np.maximum(r, 1), -np.inf)
+        tie = gc.random(p)
+        order = np.lexsort((tie, -scores))
+        sel_local = np.sort(order[:q])
+        selected = np.zeros(p)
+        selected[sel_local] = 1.0
+        root_active = pt[sel_local]
+        zero_fraction = float(np.mean(dI <= _k.GAIN_EPS))
+    feature, threshold, left, right, nsamp, nreal, depth, stype, n_nodes = _k.grow_tree(
+        Zt, yv, Xt, e0, e1, kind, pt, np.ascontiguousarray(root_active), feat_rand, mtry,
+        s["min_samples_split"], s["max_depth"], s["policy"],
+    )
+    feature = feature[:n_nodes]
+    threshold = threshold[:n_nodes]
+    left = left[:n_nodes]
+    right = right[:n_nodes]
+    leaves = _k.apply_tree(X, feature, threshold, left, right)
+    internal = feature >= 0
+    out = {
+        "leaves": leaves,
+        "root_leaf": bool(feature[0] < 0),
+        "pt": pt,
+        "scores": scores,
+        "selected": selected,
+        "zero_fraction": zero_fraction,
+        "n_internal": int(internal.sum()),
+        "n_leaves": int(n_nodes - internal.sum()),
+        "depth": int(depth[:n_nodes].max()),
+        "n_forced": int(np.sum(stype[:n_nodes][internal] == _k.SPLIT_FORCED)),
+        "n_ml_only": int(np.sum(stype[:n_nodes][internal] == _k.SPLIT_ML_ONLY)),
+    }
+    if s["keep_tree"]:
+        out["tree"] = {
+            "feature": feature,
+            "threshold": threshold,
+            "children_left": left,
+            "children_right": right,
+            "n_node_samples": nsamp[:n_nodes],
+            "n_node_real": nreal[:n_nodes],
+            "split_type": stype[:n_nodes],
+            "constraints": pt,
+            "root_constraints": np.asarray(root_active),
+            "bag": bag,
+        }
+    return out
+
+
+def _knn_blockwise(leaves, k, perm, n_jobs, block=256):
+    """Top-k neighbours from leaf ids without the dense matrix (§4.6)."""
+    T, n = leaves.shape
+    order = np.argsort(leaves, axis=1, kind="stable").astype(np.int64)
+    gstart = np.empty((T, n), dtype=np.int64)
+    gend = np.empty((T, n), dtype=np.int64)
+    for t in range(T):
+        sl = leaves[t, order[t]]
+        change = np.empty(n, dtype=bool)
+        change[0] = True
+        change[1:] = sl[1:] != sl[:-1]
+        starts = np.flatnonzero(change)
+        ends = np.append(starts[1:], n)
+        grp = np.cumsum(change) - 1
+        gstart[t, order[t]] = starts[grp]
+        gend[t, order[t]] = ends[grp]
+    blocks = [np.arange(a, min(a + block, n)) for a in range(0, n, block)]
+    if n_jobs > 1 and len(blocks) > 1:
+        parts = Parallel(n_jobs=n_jobs, backend="threading")(
+            delayed(_k.knn_blockwise)(order, gstart, gend, b, k, perm) for b in blocks
+        )
+    else:
+        parts = [_k.knn_blockwise(order, gstart, gend, b, k, perm) for b in blocks]
+    cols = np.concatenate([p[0] for p in parts])
+    cnts = np.concatenate([p[1] for p in parts])
+    sizes = np.concatenate([p[2] for p in parts])
+    return cols, cnts, sizes
