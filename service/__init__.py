@@ -59,9 +59,9 @@ def create_app(config=None):
         app.config.from_object(config)
 
     api = ShoalApi(app)
-    from . import constraints, datasets, health, jobs, methods
+    from . import constraints, datasets, health, jobs, methods, sessions
 
-    for bp in (datasets.blp, jobs.blp, constraints.blp, methods.blp, health.blp):
+    for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp):
         api.register_blueprint(bp)
     errors.register(app)
     app.before_request(_require_json)

@@ -12,7 +12,7 @@ FORBIDDEN = {
                    "schemas", "workers", "service", "bench", "scripts"},
     "schemas": {"flask", "flask_smorest", "celery", "redis", "clustering", "workers", "service"},
     "workers": {"flask", "flask_smorest", "service", "schemas"},
-    "service": {"celery", "workers.tasks", "workers.registry", "bench"},
+    "service": {"celery", "workers.tasks", "workers.session_tasks", "workers.registry", "bench"},
     "bench": {"service", "workers"},
 }
 

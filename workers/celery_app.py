@@ -22,7 +22,7 @@ from .config import Settings  # noqa: E402
 def make_celery(settings=None):
     """Build a configured Celery app (no tasks imported; see ``include``)."""
     s = settings or Settings.from_env()
-    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks"])
+    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks", "workers.session_tasks"])
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],
@@ -38,6 +38,7 @@ def make_celery(settings=None):
         task_routes={
             "shoal.run_job": {"queue": s.queues["long"]},
             "shoal.deliver_webhook": {"queue": s.queues["short"]},
+            "shoal.session_update": {"queue": s.queues["short"]},
         },
         broker_transport_options={
             "visibility_timeout": s.visibility_timeout,

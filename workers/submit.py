@@ -37,3 +37,14 @@ def submit_job(store, **job):
             "queue_unavailable", "Queue unavailable", 503, "the job could not be enqueued"))
         raise
     return rec
+
+
+def submit_session_update(session_store, session_id):
+    """Enqueue a re-clustering of a session unless one is running (then it
+    is marked pending and the running task does one more pass)."""
+    if session_store.request_update(session_id):
+        try:
+            _app(session_store.settings).send_task("shoal.session_update", args=[session_id])
+        except Exception:
+            session_store.finish_update(session_id)
+            raise

@@ -1,0 +1,140 @@
+"""Active-clustering sessions: questions for people and crowds, their answers, the model."""
+
+from marshmallow import RAISE, Schema, fields, validate
+
+from .fields import FiniteFloat, StrictInteger
+
+
+class URASCParamsSchema(Schema):
+    """Parameters of the URASC session strategy (names = ``clustering.URASC`` parameters)."""
+
+    class Meta:
+        unknown = RAISE
+
+    step_model = fields.String(load_default="nonparametric", validate=validate.OneOf(["nonparametric", "parametric"]),
+                               metadata={"description": "URASC+N (kNN label entropy) or URASC+P (GMM)"})
+    score = fields.String(load_default="product", validate=validate.OneOf(["product", "gradient", "entropy"]))
+    n_neighbors = StrictInteger(load_default=20, validate=validate.Range(min=1, max=1000))
+    n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
+    diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))
+    n_init = StrictInteger(load_default=10, validate=validate.Range(min=1, max=100))
+
+
+class SessionCreateSchema(Schema):
+    """``POST /v1/sessions`` body."""
+
+    class Meta:
+        unknown = RAISE
+
+    dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))
+    strategy = fields.String(load_default="urasc", validate=validate.OneOf(["urasc", "random"]),
+                             metadata={"description": "urasc: uncertainty reduction; random: random pairs (baseline)"})
+    n_clusters = StrictInteger(load_default=None, allow_none=True,
+                               metadata={"description": "K if known; null = unknown (grows as answers arrive)"})
+    budget = StrictInteger(load_default=100, validate=validate.Range(min=1, max=100000),
+                           metadata={"description": "maximum number of questions closed with an answer"})
+    question_type = fields.String(load_default="pairwise", validate=validate.OneOf(["pairwise", "triplet"]))
+    answers_per_question = StrictInteger(load_default=1, validate=validate.Range(min=1, max=15),
+                                         metadata={"description": "answers collected before a question closes"})
+    pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
+                              metadata={"description": "questions kept ready for parallel workers"})
+    scale = fields.String(load_default="zscore", validate=validate.OneOf(["none", "zscore"]),
+                          metadata={"description": "feature scaling before the Gaussian graph (URASC spec: z-score)"})
+    params = fields.Dict(keys=fields.String(), load_default=dict)
+    random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
+
+
+class ConditionSchema(Schema):
+    type = fields.String()
+    status = fields.String(validate=validate.OneOf(["True", "False"]))
+    observed_revision = fields.Integer()
+    reason = fields.String(allow_none=True)
+
+
+class SessionSchema(Schema):
+    id = fields.String()
+    dataset_id = fields.String()
+    strategy = fields.String()
+    n_clusters = fields.Integer(allow_none=True)
+    budget = fields.Integer()
+    budget_used = fields.Integer()
+    budget_remaining = fields.Integer()
+    question_type = fields.String()
+    answers_per_question = fields.Integer()
+    params = fields.Dict()
+    state = fields.String(validate=validate.OneOf(["INITIALIZING", "ACTIVE", "COMPLETED", "FAILED"]))
+    revision = fields.Integer(metadata={"description": "increases with every answer batch that added an answer"})
+    observed_revision = fields.Integer(metadata={"description": "revision the current model reflects"})
+    counters = fields.Dict(keys=fields.String(), values=fields.Integer())
+    conditions = fields.List(fields.Nested(ConditionSchema))
+    disagreements = fields.List(fields.Dict())
+    conflicts = fields.List(fields.Dict())
+    error = fields.Dict(allow_none=True)
+    created_at = fields.String()
+    updated_at = fields.String()
+    model_url = fields.String()
+
+
+class QuestionsRequestSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    count = StrictInteger(load_default=10, validate=validate.Range(min=1, max=100))
+    worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
+                              metadata={"description": "a worker is never handed the same question twice"})
+
+
+class QuestionSchema(Schema):
+    question_id = fields.String()
+    type = fields.String()
+    items = fields.List(fields.Integer())
+    item_ids = fields.List(fields.String(), allow_none=True)
+    answers = fields.List(fields.String(), metadata={"description": "accepted answer values"})
+
+
+class QuestionsSchema(Schema):
+    questions = fields.List(fields.Nested(QuestionSchema))
+    revision = fields.Integer()
+    budget_remaining = fields.Integer()
+
+
+class AnswerSchema(Schema):
+    question_id = fields.String(required=True, validate=validate.Length(min=1, max=200))
+    answer = fields.String(required=True, validate=validate.Length(max=50),
+                           metadata={"description": "must_link | cannot_link | dont_know (pairwise); "
+                                                    "yes | no | dont_know (triplet)"})
+    worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200))
+    assignment_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200),
+                                  metadata={"description": "makes retries idempotent"})
+
+
+class AnswersRequestSchema(Schema):
+    class Meta:
+        unknown = RAISE
+
+    answers = fields.List(fields.Nested(AnswerSchema), required=True, validate=validate.Length(min=1, max=1000))
+
+
+class AnswerResultSchema(Schema):
+    question_id = fields.String()
+    assignment_id = fields.String(allow_none=True)
+    outcome = fields.String(validate=validate.OneOf(["accepted", "duplicate", "late", "rejected"]))
+    reason = fields.String(allow_none=True)
+
+
+class AnswersResultSchema(Schema):
+    results = fields.List(fields.Nested(AnswerResultSchema))
+    revision = fields.Integer()
+
+
+class ModelSchema(Schema):
+    session_id = fields.String()
+    observed_revision = fields.Integer()
+    labels = fields.List(fields.Integer())
+    item_ids = fields.List(fields.String(), allow_none=True)
+    n_clusters = fields.Integer()
+    n_certain_sets = fields.Integer()
+    n_questions_used = fields.Integer()
+    must_link = fields.List(fields.List(fields.Integer()))
+    cannot_link = fields.List(fields.List(fields.Integer()))
+    metrics = fields.Dict(allow_none=True)

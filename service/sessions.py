@@ -1,0 +1,169 @@
+"""Active-clustering sessions: lease questions, post answers, read the model.
+
+The web process only records answers and hands out questions from the pool
+a worker computed; aggregation and re-clustering run on a worker.
+"""
+
+from flask import url_for
+from flask_smorest import Blueprint
+from marshmallow import ValidationError
+
+from schemas.problems import ProblemSchema
+from schemas.sessions import (
+    AnswersRequestSchema,
+    AnswersResultSchema,
+    ModelSchema,
+    QuestionsRequestSchema,
+    QuestionsSchema,
+    SessionCreateSchema,
+    SessionSchema,
+    URASCParamsSchema,
+)
+from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
+from workers.submit import submit_session_update
+
+from . import get_store
+from .datasets import dataset_or_404
+from .errors import PROBLEM_JSON, ApiError, pointer_messages
+
+blp = Blueprint("sessions", __name__, url_prefix="/v1/sessions",
+                description="Active clustering: questions for people and crowds")
+
+
+def _sessions():
+    return SessionStore(get_store())
+
+
+def session_or_404(ss, sid):
+    rec = ss.get(sid)
+    if rec is None:
+        raise ApiError(404, "not_found", f"session {sid!r} does not exist or has expired")
+    return rec
+
+
+def session_view(ss, rec):
+    sid = rec["id"]
+    up_to_date = rec["observed_revision"] == rec["revision"]
+    view = dict(rec)
+    view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
+    view["conditions"] = [
+        {"type": "ModelUpToDate", "status": str(up_to_date), "observed_revision": rec["observed_revision"],
+         "reason": None if up_to_date else "re-clustering with the latest answers is pending"},
+        {"type": "BudgetExhausted", "status": str(rec["budget_used"] >= rec["budget"]),
+         "observed_revision": rec["observed_revision"], "reason": None},
+    ]
+    view["disagreements"] = ss.reports(sid, "disagreements", 20)
+    view["conflicts"] = ss.reports(sid, "conflicts", 20)
+    view["model_url"] = url_for("sessions.get_model", session_id=sid)
+    return view
+
+
+@blp.route("", methods=["POST"])
+@blp.arguments(SessionCreateSchema)
+@blp.response(201, SessionSchema)
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown dataset")
+@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Invalid session")
+def create_session(body):
+    """Open a session on a dataset; a worker computes the first model and question pool."""
+    store = get_store()
+    meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
+    n = meta["n_samples"]
+    if body["question_type"] == "triplet":
+        raise ApiError(422, "unsupported_question_type",
+                       f"strategy {body['strategy']!r} asks pairwise questions; triplet sessions are not offered yet",
+                       errors={"/question_type": ["only 'pairwise' is supported by urasc and random"]})
+    k = body["n_clusters"]
+    if k is not None and not 2 <= k <= n:
+        raise ApiError(422, "invalid_n_clusters", f"n_clusters == {k}, must be null or in [2, {n}]",
+                       errors={"/n_clusters": [f"must be null or between 2 and {n}"]})
+    try:
+        params = URASCParamsSchema().load(body["params"])
+    except ValidationError as exc:
+        raise ApiError(422, "invalid_params", "invalid session parameters",
+                       errors=pointer_messages(exc.messages, "/params")) from exc
+    params.update(scale=body["scale"], pool_size=body["pool_size"])
+    ss = SessionStore(store)
+    rec = ss.create(dataset_id=meta["id"], strategy=body["strategy"], n_clusters=k, budget=body["budget"],
+                    question_type=body["question_type"], answers_per_question=body["answers_per_question"],
+                    params=params, random_state=body["random_state"])
+    submit_session_update(ss, rec["id"])
+    return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"])}
+
+
+@blp.route("/<string:session_id>", methods=["GET"])
+@blp.etag
+@blp.response(200, SessionSchema)
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+def get_session(session_id):
+    """Revision, budget, counters, disagreements and the ModelUpToDate condition."""
+    ss = _sessions()
+    return session_view(ss, session_or_404(ss, session_id))
+
+
+@blp.route("/<string:session_id>/questions", methods=["POST"])
+@blp.arguments(QuestionsRequestSchema)
+@blp.response(200, QuestionsSchema)
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+def lease_questions(body, session_id):
+    """A batch of the next most useful questions (several workers can answer in parallel)."""
+    store = get_store()
+    ss = SessionStore(store)
+    rec = session_or_404(ss, session_id)
+    item_ids = store.get_item_ids(rec["dataset_id"])
+    remaining = max(rec["budget"] - rec["budget_used"], 0)
+    questions = ss.lease(session_id, body["count"], body["worker_id"]) if remaining else []
+    vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
+    out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
+            "item_ids": [item_ids[i] for i in q["items"]] if item_ids else None, "answers": vocab}
+           for q in questions]
+    headers = {} if out or not remaining else {"Retry-After": "1"}
+    return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining}, 200, headers
+
+
+@blp.route("/<string:session_id>/answers", methods=["POST"])
+@blp.arguments(AnswersRequestSchema)
+@blp.response(200, AnswersResultSchema)
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+def post_answers(body, session_id):
+    """Record a batch of answers; each item gets an outcome (accepted, duplicate, late, rejected)."""
+    ss = _sessions()
+    rec = session_or_404(ss, session_id)
+    vocab = PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS
+    results, counts, ready = [], {"accepted": 0, "duplicate": 0, "late": 0, "rejected": 0}, False
+    for a in body["answers"]:
+        item = {"question_id": a["question_id"], "assignment_id": a.get("assignment_id"), "reason": None}
+        if a["answer"] not in vocab:
+            outcome, item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"
+        else:
+            outcome = ss.record_answer(session_id, a["question_id"], a["answer"], a.get("worker_id"),
+                                       a.get("assignment_id"), rec["revision"])
+            if outcome == "accepted:ready":
+                outcome, ready = "accepted", True
+            elif outcome.startswith("rejected:"):
+                outcome, item["reason"] = "rejected", outcome.split(":", 1)[1]
+        item["outcome"] = outcome
+        counts[outcome] += 1
+        results.append(item)
+    deltas = dict(counts, answers_received=len(body["answers"]))
+    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0)
+    if ready:
+        submit_session_update(ss, session_id)
+    return {"results": results, "revision": revision}
+
+
+@blp.route("/<string:session_id>/model", methods=["GET"])
+@blp.etag
+@blp.response(200, ModelSchema)
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="No model yet")
+def get_model(session_id):
+    """Labels and derived constraints at ``observed_revision``."""
+    store = get_store()
+    ss = SessionStore(store)
+    rec = session_or_404(ss, session_id)
+    model = ss.get_model(session_id)
+    if model is None:
+        raise ApiError(409, "model_not_ready", "the first model of this session is still being computed",
+                       state=rec["state"])
+    model["item_ids"] = store.get_item_ids(rec["dataset_id"])
+    return model

@@ -1,0 +1,84 @@
+"""A whole active-clustering session over HTTP with a simulated crowd.
+
+Three workers answer every question; one of them is unreliable (answers at
+random). Real gunicorn, Redis and Celery worker.
+"""
+
+import time
+
+import numpy as np
+import pytest
+import requests
+from sklearn.metrics import adjusted_rand_score
+
+from bench.datasets import load
+
+from .helpers import submit, upload, wait_done
+
+pytestmark = pytest.mark.integration
+
+
+def _wait_up_to_date(base, sid, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
+        cond = {c["type"]: c for c in s["conditions"]}
+        if s["state"] == "FAILED":
+            raise AssertionError(s["error"])
+        if cond["ModelUpToDate"]["status"] == "True" and s["state"] != "INITIALIZING":
+            return s
+        time.sleep(0.1)
+    raise AssertionError(f"session {sid} not up to date after {timeout} s: {s}")
+
+
+def test_crowd_session_beats_unconstrained_baseline(live):
+    X, y = load("iris", zscore=False)
+    did = upload(live, X, y, [f"iris-{i}" for i in range(len(y))])
+    r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 40,
+                                                  "answers_per_question": 3, "pool_size": 10}, timeout=30)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert r.headers["Location"] == f"/v1/sessions/{sid}"
+    session = _wait_up_to_date(live, sid)
+    first_model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
+    rng = np.random.default_rng(0)
+    workers = {"good-1": 0.0, "good-2": 0.0, "sloppy": 0.5}  # probability of a random answer
+    last_batch = None
+    rounds = 0
+    while session["budget_remaining"] > 0 and rounds < 30:
+        rounds += 1
+        batch = []
+        for w, p_random in workers.items():
+            qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": w},
+                               timeout=30).json()["questions"]
+            for q in qs:
+                i, j = q["items"]
+                assert q["item_ids"] == [f"iris-{i}", f"iris-{j}"]
+                truth = "must_link" if y[i] == y[j] else "cannot_link"
+                ans = rng.choice(["must_link", "cannot_link"]) if rng.random() < p_random else truth
+                batch.append({"question_id": q["question_id"], "answer": str(ans), "worker_id": w,
+                              "assignment_id": f"{w}-{q['question_id']}"})
+        if not batch:
+            break
+        res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30).json()
+        assert all(x["outcome"] == "accepted" for x in res["results"]), res
+        again = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch[:2]}, timeout=30).json()
+        assert [x["outcome"] for x in again["results"]] == ["duplicate", "duplicate"]
+        assert again["revision"] == res["revision"]  # nothing accepted: revision unchanged
+        last_batch = batch
+        session = _wait_up_to_date(live, sid)
+    assert session["budget_used"] > 0 and session["counters"]["questions_closed"] > 0
+    late = dict(last_batch[0], assignment_id="late-retry", worker_id="latecomer")
+    res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": [late]}, timeout=30).json()
+    assert res["results"][0]["outcome"] == "late"
+    bogus = {"question_id": "q_nope", "answer": "must_link", "assignment_id": "x1"}
+    wrong = dict(last_batch[0], answer="maybe", assignment_id="x2")
+    res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": [bogus, wrong]}, timeout=30).json()
+    assert [x["outcome"] for x in res["results"]] == ["rejected", "rejected"]
+    model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
+    assert model["observed_revision"] == session["revision"]
+    ari = adjusted_rand_score(y, model["labels"])
+    job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,
+                                 scale="zscore").json()["id"])
+    baseline = requests.get(live + job["result_url"], timeout=30).json()["metrics"]["ari"]
+    assert ari > baseline, (ari, baseline, adjusted_rand_score(y, first_model["labels"]))

@@ -1,0 +1,274 @@
+"""Redis storage for active-clustering sessions (people and crowds answering questions).
+
+Layout (prefix ``shoal:session:{id}``)::
+
+    (hash)            record: dataset, strategy, budget, revision, counters ... (JSON values)
+    :state            bytes   the estimator's JSON state (URASC.get_state)
+    :model            bytes   JSON {labels, n_clusters, observed_revision, ...}
+    :questions        hash    question_id -> JSON {items, type, status, n_answers, created_revision}
+    :pool             list    open question ids, best first
+    :answers:{qid}    list    JSON answers {answer, worker_id, assignment_id, revision}
+    :leases:{qid}     set     worker ids the question was handed to
+    :assignments      hash    assignment_id -> outcome (idempotent retries)
+    :ready            list    question ids with enough answers, waiting for the model
+    :update           string  "running" while a re-clustering task runs
+    :update_pending   string  set when answers arrive during a run (coalescing)
+
+The web process only records answers and leases questions; aggregation and
+re-clustering run on a worker (``workers.session_tasks``).
+"""
+
+import json
+import time
+
+from .store import PREFIX, dumps, new_id, utcnow_iso
+
+PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
+TRIPLET_ANSWERS = ("yes", "no", "dont_know")
+
+# Atomically record one answer: returns the outcome string.
+_ANSWER_LUA = """
+local rec, qkey, akey, assign, ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local qid, assignment, payload, needed = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if assignment ~= '' and redis.call('HEXISTS', assign, assignment) == 1 then
+  return 'duplicate'
+end
+local q = redis.call('HGET', qkey, qid)
+if not q then return 'rejected:unknown question_id' end
+local question = cjson.decode(q)
+if question['status'] ~= 'open' then
+  if assignment ~= '' then redis.call('HSET', assign, assignment, 'late') end
+  return 'late'
+end
+redis.call('RPUSH', akey, payload)
+question['n_answers'] = question['n_answers'] + 1
+local outcome = 'accepted'
+if question['n_answers'] >= needed then
+  question['status'] = 'ready'
+  redis.call('RPUSH', ready, qid)
+  outcome = 'accepted:ready'
+end
+redis.call('HSET', qkey, qid, cjson.encode(question))
+if assignment ~= '' then redis.call('HSET', assign, assignment, 'accepted') end
+return outcome
+"""
+
+
+class SessionStore:
+    """Session records, question pools and answers in Redis.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+        Shares its Redis client and settings.
+    """
+
+    def __init__(self, store):
+        self.r = store.r
+        self.settings = store.settings
+        self._answer_script = self.r.register_script(_ANSWER_LUA)
+
+    def _key(self, sid, suffix=""):
+        return f"{PREFIX}session:{sid}{suffix}"
+
+    # ------------------------------------------------------------- records
+    def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
+               params, random_state):
+        sid = new_id("ses")
+        now = time.time()
+        rec = {
+            "id": sid, "dataset_id": dataset_id, "strategy": strategy, "n_clusters": n_clusters,
+            "budget": int(budget), "question_type": question_type,
+            "answers_per_question": int(answers_per_question), "params": params,
+            "random_state": int(random_state), "revision": 0, "observed_revision": -1,
+            "state": "INITIALIZING", "error": None,
+            "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,
+                         "questions_closed": 0, "disagreements": 0, "conflicts": 0},
+            "budget_used": 0, "created_at": utcnow_iso(now), "updated_at": utcnow_iso(now),
+        }
+        self.r.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
+        self._touch(sid)
+        return rec
+
+    def _touch(self, sid):
+        ttl = self.settings.job_ttl
+        keys = [self._key(sid, s) for s in ("", ":state", ":model", ":questions", ":pool", ":assignments",
+                                             ":ready", ":disagreements", ":conflicts")]
+        pipe = self.r.pipeline()
+        for k in keys:
+            pipe.expire(k, ttl)
+        pipe.execute()
+
+    def get(self, sid):
+        raw = self.r.hgetall(self._key(sid))
+        if not raw:
+            return None
+        return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+    def update(self, sid, **fields):
+        fields["updated_at"] = utcnow_iso()
+        self.r.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in fields.items()})
+
+    def bump_counters(self, sid, deltas, *, revision_step=0):
+        """Add to counters (and the revision) with an optimistic transaction."""
+        key = self._key(sid)
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    counters = json.loads(pipe.hget(key, "counters"))
+                    revision = json.loads(pipe.hget(key, "revision"))
+                    for k, v in deltas.items():
+                        counters[k] = counters.get(k, 0) + v
+                    pipe.multi()
+                    pipe.hset(key, mapping={"counters": json.dumps(counters),
+                                            "revision": json.dumps(revision + revision_step),
+                                            "updated_at": json.dumps(utcnow_iso())})
+                    pipe.execute()
+                    return revision + revision_step
+                except Exception as exc:  # redis.WatchError: retry
+                    if type(exc).__name__ != "WatchError":
+                        raise
+
+    # ----------------------------------------------------------- estimator state
+    def save_state(self, sid, state):
+        self.r.set(self._key(sid, ":state"), dumps(state), ex=self.settings.job_ttl)
+
+    def load_state(self, sid):
+        raw = self.r.get(self._key(sid, ":state"))
+        return json.loads(raw) if raw else None
+
+    def save_model(self, sid, model):
+        self.r.set(self._key(sid, ":model"), dumps(model), ex=self.settings.job_ttl)
+
+    def get_model(self, sid):
+        raw = self.r.get(self._key(sid, ":model"))
+        return json.loads(raw) if raw else None
+
+    # ------------------------------------------------------------- questions
+    def replace_pool(self, sid, questions, revision):
+        """Open ``questions`` (dicts with ``question_id`` and ``items``), best first.
+
+        Questions still open keep their answers and leases; questions no
+        longer suggested are withdrawn (answers to them become ``late``).
+        """
+        qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
+        existing = {k.decode(): json.loads(v) for k, v in self.r.hgetall(qkey).items()}
+        keep = {q["question_id"] for q in questions}
+        pipe = self.r.pipeline()
+        for qid, q in existing.items():
+            if q["status"] == "open" and qid not in keep and q["n_answers"] == 0:
+                q["status"] = "withdrawn"
+                pipe.hset(qkey, qid, json.dumps(q))
+        for q in questions:
+            old = existing.get(q["question_id"])
+            if old is None or old["status"] == "withdrawn":
+                doc = {"question_id": q["question_id"], "type": q["type"], "items": q["items"],
+                       "status": "open", "n_answers": 0, "created_revision": revision,
+                       "sample": q.get("sample"), "score": q.get("score")}
+                pipe.hset(qkey, q["question_id"], json.dumps(doc))
+        pipe.delete(pkey)
+        if questions:
+            pipe.rpush(pkey, *[q["question_id"] for q in questions])
+        pipe.execute()
+        self._touch(sid)
+
+    def lease(self, sid, count, worker_id):
+        """Up to ``count`` open questions this worker has not been given yet."""
+        qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
+        out = []
+        for raw in self.r.lrange(pkey, 0, -1):
+            qid = raw.decode()
+            q = self.r.hget(qkey, qid)
+            if q is None:
+                continue
+            q = json.loads(q)
+            if q["status"] != "open":
+                continue
+            lkey = self._key(sid, f":leases:{qid}")
+            if worker_id is not None and not self.r.sadd(lkey, worker_id):
+                continue
+            self.r.expire(lkey, self.settings.job_ttl)
+            out.append(q)
+            if len(out) >= count:
+                break
+        return out
+
+    def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision):
+        """Append one answer atomically.
+
+        Returns
+        -------
+        outcome : str
+            ``accepted``, ``accepted:ready`` (the question now has enough
+            answers), ``duplicate`` (assignment id seen before), ``late``
+            (question closed or withdrawn) or ``rejected:<reason>``.
+        """
+        payload = json.dumps({"answer": answer, "worker_id": worker_id, "assignment_id": assignment_id,
+                              "revision": revision, "at": time.time()})
+        keys = [self._key(sid, ":questions"), self._key(sid, f":answers:{qid}"),
+                self._key(sid, ":assignments"), self._key(sid, ":ready")]
+        out = self._answer_script(keys=[self._key(sid)] + keys,
+                                  args=[qid, assignment_id or "", payload, self.get(sid)["answers_per_question"]])
+        self.r.expire(self._key(sid, f":answers:{qid}"), self.settings.job_ttl)
+        return out.decode() if isinstance(out, bytes) else out
+
+    def question(self, sid, qid):
+        raw = self.r.hget(self._key(sid, ":questions"), qid)
+        return json.loads(raw) if raw else None
+
+    def answers(self, sid, qid):
+        return [json.loads(a) for a in self.r.lrange(self._key(sid, f":answers:{qid}"), 0, -1)]
+
+    def all_answers(self, sid):
+        """Every recorded answer of the session as (question_id, answer dict)."""
+        out = []
+        for qid in self.r.hkeys(self._key(sid, ":questions")):
+            qid = qid.decode()
+            out += [(qid, a) for a in self.answers(sid, qid)]
+        return out
+
+    def pop_ready(self, sid):
+        """Question ids with enough answers (removed from the ready list)."""
+        key = self._key(sid, ":ready")
+        with self.r.pipeline() as pipe:
+            pipe.lrange(key, 0, -1)
+            pipe.delete(key)
+            ids, _ = pipe.execute()
+        return [i.decode() for i in ids]
+
+    def close_question(self, sid, qid, aggregated, votes):
+        q = self.question(sid, qid)
+        q.update(status="closed", aggregated=aggregated, votes=votes)
+        self.r.hset(self._key(sid, ":questions"), qid, json.dumps(q))
+
+    def add_report(self, sid, kind, item):
+        """Append to ``disagreements`` or ``conflicts`` (kept for the session view)."""
+        key = self._key(sid, f":{kind}")
+        self.r.rpush(key, dumps(item))
+        self.r.ltrim(key, -1000, -1)
+        self.r.expire(key, self.settings.job_ttl)
+
+    def reports(self, sid, kind, limit=100):
+        return [json.loads(x) for x in self.r.lrange(self._key(sid, f":{kind}"), -limit, -1)]
+
+    # ------------------------------------------------------------ coalescing
+    def acquire_update(self, sid):
+        """Take the session's single re-clustering slot; False if it is taken."""
+        return bool(self.r.set(self._key(sid, ":update"), b"running", nx=True, ex=self.settings.hard_time_limit))
+
+    def request_update(self, sid):
+        """True if the caller must enqueue a re-clustering (none running);
+        otherwise a pending flag makes the running task loop once more, so a
+        session has at most one update running and one pending."""
+        if self.acquire_update(sid):
+            return True
+        self.r.set(self._key(sid, ":update_pending"), b"1", ex=self.settings.hard_time_limit)
+        return False
+
+    def take_pending(self, sid):
+        """Consume the pending flag; True if another pass is needed."""
+        return bool(self.r.delete(self._key(sid, ":update_pending")))
+
+    def finish_update(self, sid):
+        self.r.delete(self._key(sid, ":update"))

@@ -1,0 +1,171 @@
+"""Active-clustering sessions on the worker: aggregate answers, re-cluster, refill the question pool.
+
+One task per session at a time (``SessionStore.request_update`` coalesces
+bursts of answers into one running and one pending pass).
+"""
+
+import logging
+from collections import Counter, defaultdict
+
+import numpy as np
+
+from clustering._metrics import clustering_scores
+from clustering._urasc import URASC
+
+from .celery_app import app
+from .session_store import SessionStore
+from .store import problem
+from .tasks import _label_codes, get_store, zscore
+
+log = logging.getLogger(__name__)
+
+TO_BOOL = {"must_link": True, "cannot_link": False, "dont_know": None}
+
+
+def question_id(i, j):
+    i, j = sorted((int(i), int(j)))
+    return f"q_{i}_{j}"
+
+
+def _majority(votes):
+    """Most frequent answer; a tie between must_link and cannot_link is dont_know."""
+    counts = Counter(v for v in votes if v != "dont_know")
+    if not counts:
+        return "dont_know"
+    (top, n), *rest = counts.most_common()
+    if rest and rest[0][1] == n:
+        return "dont_know"
+    return top
+
+
+def _workers_overlap(answers):
+    """True when at least two workers answered at least two common questions."""
+    by_worker = defaultdict(set)
+    for qid, a in answers:
+        if a.get("worker_id"):
+            by_worker[a["worker_id"]].add(qid)
+    workers = list(by_worker)
+    for x in range(len(workers)):
+        for y in range(x + 1, len(workers)):
+            if len(by_worker[workers[x]] & by_worker[workers[y]]) >= 2:
+                return True
+    return False
+
+
+def aggregate(all_answers, ready):
+    """Aggregated answer for each ready question.
+
+    Majority vote; when workers overlap, Dawid-Skene (crowd-kit) over every
+    answer of the session, so a worker who disagrees with the consensus
+    elsewhere weighs less here. "dont_know" votes are left out of both.
+
+    Returns
+    -------
+    dict question_id -> (aggregated answer, list of votes)
+    """
+    votes = defaultdict(list)
+    for qid, a in all_answers:
+        votes[qid].append(a["answer"])
+    out = {qid: (_majority(votes[qid]), votes[qid]) for qid in ready}
+    informative = [(qid, a) for qid, a in all_answers if a["answer"] != "dont_know" and a.get("worker_id")]
+    if _workers_overlap(informative):
+        import pandas as pd
+        from crowdkit.aggregation import DawidSkene
+
+        df = pd.DataFrame([{"task": qid, "worker": a["worker_id"], "label": a["answer"]} for qid, a in informative])
+        labels = DawidSkene(n_iter=100).fit_predict(df)
+        for qid in ready:
+            if qid in labels.index:
+                out[qid] = (str(labels[qid]), votes[qid])
+    return out
+
+
+def _load_X(store, rec):
+    data = store.load_dataset(rec["dataset_id"])
+    if data is None:
+        raise LookupError(f"dataset {rec['dataset_id']} no longer exists")
+    X, labels_true, item_ids = data
+    if rec["params"].get("scale", "zscore") == "zscore":
+        X = zscore(X)
+    return X, labels_true
+
+
+def _estimator_params(rec):
+    params = {k: v for k, v in rec["params"].items() if k not in ("scale", "pool_size")}
+    return dict(n_clusters=rec["n_clusters"], budget=rec["budget"], strategy=rec["strategy"],
+                random_state=rec["random_state"], **params)
+
+
+def update_once(store, ss, sid):
+    """One pass: tell aggregated answers, re-cluster, refill the pool, save."""
+    rec = ss.get(sid)
+    revision = rec["revision"]
+    X, labels_true = _load_X(store, rec)
+    state = ss.load_state(sid)
+    est = URASC(**_estimator_params(rec)).fit(X) if state is None else URASC.from_state(X, state)
+    ready = ss.pop_ready(sid)
+    deltas = Counter()
+    if ready:
+        agg = aggregate(ss.all_answers(sid), ready)
+        told = []
+        for qid in ready:
+            q = ss.question(sid, qid)
+            answer, votes = agg[qid]
+            told.append((q["items"][0], q["items"][1], TO_BOOL[answer]))
+            ss.close_question(sid, qid, answer, votes)
+            if len(set(votes)) > 1:
+                deltas["disagreements"] += 1
+                ss.add_report(sid, "disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
+                                                     "aggregated": answer})
+        outcomes = est.tell(told)
+        for (i, j, a), outcome, qid in zip(told, outcomes, ready):
+            if outcome == "conflict":
+                deltas["conflicts"] += 1
+                ss.add_report(sid, "conflicts", {"question_id": qid, "items": [i, j],
+                                                 "answer": {True: "must_link", False: "cannot_link"}.get(a),
+                                                 "reason": "contradicts earlier answers; not used"})
+        deltas["questions_closed"] += len(ready)
+        est.update()
+    pool_size = int(rec["params"].get("pool_size", 20))
+    queries = est.suggest_queries(pool_size)
+    pool = [{"question_id": question_id(*q["pair"]), "type": "pairwise", "items": [int(v) for v in q["pair"]],
+             "sample": q.get("sample"), "score": q.get("score")} for q in queries]
+    ss.replace_pool(sid, pool, revision)
+    ss.save_state(sid, est.get_state())
+    labels = np.asarray(est.labels_, dtype=np.int64)
+    model = {"session_id": sid, "observed_revision": revision, "labels": labels.tolist(),
+             "n_clusters": int(est.n_clusters_), "n_certain_sets": len(est.certain_sets_),
+             "n_questions_used": int(est.n_questions_),
+             "must_link": np.asarray(est.must_link_).tolist(), "cannot_link": np.asarray(est.cannot_link_).tolist(),
+             "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
+    ss.save_model(sid, model)
+    if deltas:
+        ss.bump_counters(sid, dict(deltas))
+    done = est.n_questions_ >= rec["budget"] or not pool
+    ss.update(sid, observed_revision=revision, budget_used=int(est.n_questions_),
+              state="COMPLETED" if done else "ACTIVE", error=None)
+
+
+@app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
+def session_update(self, sid):
+    """Bring a session's model and question pool up to date (coalesced)."""
+    store = get_store()
+    ss = SessionStore(store)
+    while True:
+        if ss.get(sid) is None:
+            ss.finish_update(sid)
+            return
+        try:
+            update_once(store, ss, sid)
+        except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
+            log.exception("session %s update failed", sid)
+            ss.update(sid, state="FAILED", error=problem("session_update_failed", "Re-clustering failed", 500,
+                                                         f"{type(exc).__name__}: {exc}"))
+        if ss.take_pending(sid):
+            continue
+        ss.finish_update(sid)
+        # Answers that arrived between the check and the release set the flag
+        # while the slot was still ours: take the slot back and run again.
+        if ss.take_pending(sid) and ss.acquire_update(sid):
+            continue
+        return
