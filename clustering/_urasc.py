@@ -480,7 +480,9 @@ class URASC(ClusterMixin, BaseEstimator):
                 raise InvalidInputError(f"answers[{pos}] pairs sample {int(i)} with itself", field="answers",
                                         index=(pos,))
             parsed.append((int(i), int(j), _as_answer(a, pos)))
-        return [self._tell_one(i, j, a) for i, j, a in parsed]
+        outcomes = [self._tell_one(i, j, a) for i, j, a in parsed]
+        self._publish_answers()
+        return outcomes
 
     def update(self):
         """Recluster with every answer so far if needed; returns ``self``."""
@@ -1120,10 +1122,15 @@ class URASC(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ outputs
 
-    def _publish(self):
-        self.n_clusters_ = int(min(self._K, self._n - 1))
+    def _publish_answers(self):
         self.certain_sets_ = [[int(v) for v in s] for s in self._sets]
         self.answers_ = np.asarray(self._answers, dtype=np.int64).reshape(-1, 3)
+        self.n_questions_ = int(self._q)
+        self.query_log_ = self._log
+
+    def _publish(self):
+        self.n_clusters_ = int(min(self._K, self._n - 1))
+        self._publish_answers()
         pairs, vals = self._constraint_entries()
         p = np.sort(pairs, axis=1) if pairs.size else pairs
         ml = np.unique(p[vals == 1.0], axis=0) if p.size else np.empty((0, 2), dtype=np.int64)

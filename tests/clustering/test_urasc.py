@@ -1,0 +1,412 @@
+"""Test oracles of ``specs/urasc.md`` §8 (properties, no hard-coded results)."""
+
+import json
+
+import numpy as np
+import pytest
+from scipy.linalg import eigh
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from clustering._graph import gaussian_affinity
+from clustering._spectral import generalized_embedding, kmeans_labels
+from clustering._urasc import URASC, _gradient_norms, _nonparametric_entropy, eigenvector_derivative
+from clustering.exceptions import InvalidInputError
+
+
+# ----------------------------------------------------------------------------- helpers
+
+def _random_W(n=12, seed=0):
+    rng = np.random.default_rng(seed)
+    A = rng.uniform(0, 1, (n, n))
+    W = np.triu(A, 1)
+    return W + W.T
+
+
+def _standard(W):
+    L = np.diag(W.sum(1)) - W
+    lam, V = eigh(L)
+    return lam, V
+
+
+def _generalized(W):
+    d = W.sum(1)
+    lam, V = eigh(np.diag(d) - W, np.diag(d))  # D-orthonormal columns
+    return lam, V
+
+
+def _bump(W, i, j, delta):
+    W2 = W.copy()
+    W2[i, j] += delta
+    W2[j, i] += delta
+    return W2
+
+
+def _fd(W, i, j, k, solver, inner, delta=1e-6):
+    lam, V = solver(W)
+    lp, Vp = solver(_bump(W, i, j, delta))
+    lm, Vm = solver(_bump(W, i, j, -delta))
+    M = inner(W)
+    vp = Vp[:, k] * np.sign(Vp[:, k] @ M @ V[:, k])
+    vm = Vm[:, k] * np.sign(Vm[:, k] @ M @ V[:, k])
+    return (vp - vm) / (2 * delta), (lp[k] - lm[k]) / (2 * delta), lam, V
+
+
+def _blobs(n=90, k=3, seed=0, std=1.0):
+    X, y = make_blobs(n_samples=n, centers=k, cluster_std=std, random_state=seed)
+    return X, y
+
+
+def _oracle(y, noise=0.0, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def ask(i, j):
+        a = bool(y[i] == y[j])
+        return (not a) if rng.random() < noise else a
+
+    return ask
+
+
+def _run_ask_tell(est, X, oracle, batch=1, max_steps=10_000):
+    """Drive a session by hand, checking the per-step invariants of §8.2."""
+    est.fit(X)
+    history = []
+    for _ in range(max_steps):
+        sets_before = [list(s) for s in est._sets]
+        qs = est.suggest_queries(batch)
+        if not qs:
+            break
+        for qd in qs:
+            x, r = qd["i"], qd["j"]
+            assert est._set_of[x] < 0, "x* must be uncertain"
+            assert est._set_of[r] >= 0, "representative must be certain"
+        answers = [(qd["i"], qd["j"], oracle(qd["i"], qd["j"])) for qd in qs]
+        outcomes = est.tell(answers)
+        assert all(o == "accepted" for o in outcomes), outcomes
+        history.append((sets_before, qs, answers))
+        _check_sets_and_answers(est)
+    return history
+
+
+def _check_sets_and_answers(est):
+    sets = est._sets
+    flat = [v for s in sets for v in s]
+    assert len(flat) == len(set(flat)), "certain sets must be disjoint"
+    set_of = {v: l for l, s in enumerate(sets) for v in s}
+    pairs = set()
+    for i, j, a in est._answers:
+        key = (min(i, j), max(i, j))
+        assert key not in pairs, "a pair was asked twice"
+        pairs.add(key)
+        if i in set_of and j in set_of and a != -1:
+            assert (set_of[i] == set_of[j]) == (a == 1), "answer disagrees with the certain sets"
+    assert est._K >= len(sets)
+
+
+# ----------------------------------------------------------------------------- §8.1
+
+@pytest.mark.parametrize("pair", [(0, 5), (3, 7), (10, 11)])
+def test_standard_derivative_matches_finite_differences(pair):
+    W = _random_W(seed=1)
+    i, j = pair
+    for k in (1, 2, 3):
+        fd, fdl, lam, V = _fd(W, i, j, k, _standard, lambda W: np.eye(len(W)))
+        c, dl = eigenvector_derivative(V, lam, i, j, k, perturbation="standard")
+        assert np.max(np.abs(V @ c - fd)) < 1e-6
+        assert abs(dl - fdl) < 1e-6
+
+
+@pytest.mark.parametrize("pair", [(0, 5), (3, 7), (10, 11)])
+def test_generalized_derivative_matches_finite_differences(pair):
+    W = _random_W(seed=2)
+    i, j = pair
+    for k in (1, 2, 3):
+        fd, fdl, lam, V = _fd(W, i, j, k, _generalized, lambda W: np.diag(W.sum(1)))
+        c, dl = eigenvector_derivative(V, lam, i, j, k, perturbation="exact")
+        assert np.max(np.abs(V @ c - fd)) < 1e-6
+        assert abs(dl - fdl) < 1e-6
+
+
+def test_truncated_derivative_is_projection_of_exact():
+    W = _random_W(seed=3)
+    i, j, k, q = 2, 9, 2, 6
+    fd, _, lam, V = _fd(W, i, j, k, _generalized, lambda W: np.diag(W.sum(1)))
+    D = np.diag(W.sum(1))
+    c, _ = eigenvector_derivative(V[:, :q], lam[:q], i, j, k, perturbation="exact")
+    Vq = V[:, :q]
+    proj = Vq @ (Vq.T @ D @ fd)  # D-orthogonal projector onto span{v_1..v_q}
+    assert np.max(np.abs(Vq @ c - proj)) < 1e-6
+
+
+def test_norm_identity_and_vectorised_gradient():
+    W = _random_W(seed=4)
+    lam, V = _generalized(W)
+    D = np.diag(W.sum(1))
+    K = 3
+    cand, reps = [0, 0, 4, 7], [1, 5, 2, 11]
+    for perturbation in ("exact", "paper"):
+        expected = []
+        for x, r in zip(cand, reps):
+            tot = 0.0
+            for k in range(K):
+                c, _ = eigenvector_derivative(V, lam, x, r, k, perturbation=perturbation)
+                dv = V @ c
+                assert np.isclose(np.sqrt(dv @ D @ dv), np.linalg.norm(c), rtol=1e-10)
+                tot += np.linalg.norm(c)
+            expected.append(tot)
+        got = _gradient_norms(V, lam, cand, reps, K, perturbation=perturbation, terms="all", gap_floor=1e-9)
+        np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_constant_vector_derivative():
+    W = _random_W(seed=5)
+    lam, V = _generalized(W)
+    vol = W.sum()
+    c, _ = eigenvector_derivative(V, lam, 1, 6, 0, perturbation="exact")
+    assert np.allclose(c[1:], 0.0, atol=1e-9)
+    assert np.allclose(V @ c, -V[:, 0] / vol, atol=1e-9)
+    lam_s, V_s = _standard(W)
+    c_std, _ = eigenvector_derivative(V_s, lam_s, 1, 6, 0, perturbation="standard")
+    assert np.allclose(c_std, 0.0, atol=1e-9)
+
+
+def test_gradient_sign_invariance():
+    W = _random_W(seed=6)
+    lam, V = _generalized(W)
+    flip = np.where(np.random.default_rng(0).random(V.shape[1]) < 0.5, -1.0, 1.0)
+    args = ([0, 3, 5], [8, 9, 1], 4)
+    a = _gradient_norms(V, lam, *args, perturbation="exact", terms="all", gap_floor=1e-9)
+    b = _gradient_norms(V * flip, lam, *args, perturbation="exact", terms="all", gap_floor=1e-9)
+    np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_entropy_range_and_extremes():
+    K = 3
+    w = np.ones((3, 6))
+    labels = np.array([[0] * 6, [0, 1, 2, 0, 1, 2], [0, 0, 0, 0, 1, 2]])
+    H, iso = _nonparametric_entropy(w, labels, K)
+    assert H[0] == 0.0
+    assert np.isclose(H[1], np.log(K))
+    assert 0 < H[2] < np.log(K)
+    H, iso = _nonparametric_entropy(np.zeros((1, 6)), labels[:1], K)
+    assert iso[0] and H[0] == 0.0
+
+
+# ----------------------------------------------------------------------------- §8.2
+
+@pytest.mark.parametrize("noise", [0.0, 0.2])
+def test_loop_invariants(noise):
+    X, y = _blobs(60, 3, seed=1)
+    est = URASC(budget=40, random_state=3)
+    hist = _run_ask_tell(est, X, _oracle(y, noise, seed=5))
+    Ks = []
+    for sets_before, qs, answers in hist:
+        (q,) = qs
+        x = q["i"]
+        assert all(x not in s for s in sets_before)
+        # representatives of one sample: asked in non-increasing similarity
+        entry = est.query_log_[[e["sample"] for e in est.query_log_].index(x)]
+        reps = entry["representatives"]
+        sims = est._similarity(x, reps)
+        assert np.all(np.diff(sims) <= 1e-12)
+        assert len(reps) <= len(sets_before)
+    for e in est.query_log_:
+        answered = [a for _, a in e["answers"]]
+        assert len(answered) <= len(e["representatives"])
+        assert 1 not in answered[:-1], "questioning must stop at the first yes"
+    assert est.n_questions_ == 40
+    est.update()
+    Ks.append(est.n_clusters_)
+    assert est.n_clusters_ >= len(est.certain_sets_)
+    # derived constraints: disjoint, consistent with the sets
+    ml = {tuple(p) for p in est.must_link_.tolist()}
+    cl = {tuple(p) for p in est.cannot_link_.tolist()}
+    assert not ml & cl
+    if noise == 0.0:
+        for s in est.certain_sets_:
+            assert len(set(y[s])) == 1, "perfect oracle: certain sets are pure"
+        assert len({int(y[s[0]]) for s in est.certain_sets_}) == len(est.certain_sets_)
+
+
+def test_k_grows_when_unknown_and_never_shrinks():
+    X, y = _blobs(60, 4, seed=2)
+    est = URASC(budget=60, random_state=0).fit(X)
+    assert est.n_clusters_ == 2
+    oracle = _oracle(y)
+    prev = est._K
+    while True:
+        qs = est.suggest_queries(1)
+        if not qs:
+            break
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+        assert est._K >= prev and est._K >= len(est._sets)
+        prev = est._K
+    assert len(est._sets) <= 4
+
+
+def test_perfect_oracle_unlimited_budget_recovers_truth():
+    X, y = _blobs(30, 3, seed=3, std=3.0)
+    est = URASC(budget=None, random_state=1).fit(X, oracle=_oracle(y))
+    assert sum(len(s) for s in est.certain_sets_) == 30
+    assert adjusted_rand_score(y, est.labels_) == 1.0
+    # every question was needed: at most |N| per placed sample
+    assert est.n_questions_ <= 29 * 3
+
+
+def test_random_strategy_asks_exactly_budget_and_no_pair_twice():
+    X, y = _blobs(40, 3, seed=4)
+    est = URASC(strategy="random", budget=25, random_state=0).fit(X, oracle=_oracle(y))
+    assert est.answers_.shape == (25, 3)
+    keys = {(min(i, j), max(i, j)) for i, j, _ in est.answers_.tolist()}
+    assert len(keys) == 25
+    assert est.suggest_queries(3) == []
+
+
+def test_budget_zero_is_unconstrained_clustering():
+    X, y = _blobs(50, 3, seed=5)
+    a = URASC(budget=0, random_state=7).fit(X, oracle=_oracle(y))
+    b = URASC(budget=0, strategy="random", random_state=7).fit(X, oracle=_oracle(y))
+    c = URASC(random_state=7, n_clusters=2).fit(X)
+    assert a.answers_.shape == (0, 3) and b.answers_.shape == (0, 3)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    W, _ = gaussian_affinity(X)
+    V, _ = generalized_embedding(W, 2)
+    ref = kmeans_labels(V, 2, random_state=a.diagnostics_["kmeans_seed"])
+    assert adjusted_rand_score(ref, a.labels_) == 1.0
+    np.testing.assert_array_equal(a.labels_, c.labels_)
+
+
+def test_state_round_trip_gives_identical_next_suggestions():
+    X, y = _blobs(60, 3, seed=6)
+    oracle = _oracle(y, noise=0.1, seed=2)
+    for batch in (1, 4):
+        est = URASC(budget=40, random_state=2, n_init=3).fit(X)
+        for step in range(5):
+            qs = est.suggest_queries(batch)
+            est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs[: max(1, len(qs) - 1)]])
+            state = json.loads(json.dumps(est.get_state()))
+            clone = URASC.from_state(X, state)
+            assert clone.suggest_queries(batch) == est.suggest_queries(batch)
+        # continuing both sessions gives identical answers, sets and labels
+        for s in (est, clone):
+            o = _oracle(y, noise=0.0)
+            while True:
+                qs = s.suggest_queries(batch)
+                if not qs:
+                    break
+                s.tell([(q["i"], q["j"], o(q["i"], q["j"])) for q in qs])
+            s.update()
+        np.testing.assert_array_equal(est.answers_, clone.answers_)
+        assert est.certain_sets_ == clone.certain_sets_
+        np.testing.assert_array_equal(est.labels_, clone.labels_)
+
+
+def test_ask_tell_matches_fit_and_is_deterministic():
+    X, y = _blobs(50, 3, seed=7)
+    a = URASC(budget=30, random_state=4).fit(X, oracle=_oracle(y, 0.1, seed=1))
+    b = URASC(budget=30, random_state=4)
+    _run_ask_tell(b, X, _oracle(y, 0.1, seed=1))
+    b.update()
+    np.testing.assert_array_equal(a.answers_, b.answers_)
+    assert a.certain_sets_ == b.certain_sets_
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    c = URASC(budget=30, random_state=4).fit(X, oracle=_oracle(y, 0.1, seed=1))
+    np.testing.assert_array_equal(a.labels_, c.labels_)
+    assert [e["sample"] for e in a.query_log_] == [e["sample"] for e in c.query_log_]
+
+
+def test_dont_know_answers_keep_invariants():
+    X, y = _blobs(50, 3, seed=8)
+    rng = np.random.default_rng(0)
+
+    def oracle(i, j):
+        return None if rng.random() < 0.3 else bool(y[i] == y[j])
+
+    est = URASC(budget=50, random_state=0)
+    _run_ask_tell(est, X, oracle)
+    assert est.n_questions_ == 50
+    assert (est.answers_[:, 2] == -1).any()
+    for s in est.certain_sets_:
+        assert len(set(y[s])) == 1
+
+
+def test_tell_outcomes():
+    X, y = _blobs(40, 2, seed=9)
+    est = URASC(budget=10, random_state=0).fit(X)
+    (q,) = est.suggest_queries(1)
+    i, j = q["i"], q["j"]
+    assert est.tell([(i, j, "cannot_link")]) == ["accepted"]
+    assert est.tell([(j, i, True)]) == ["duplicate"]
+    other = next(v for v in range(40) if est._set_of[v] < 0 and v != i)
+    other2 = next(v for v in range(40) if est._set_of[v] < 0 and v not in (i, other))
+    assert est.tell([(other, other2, True)]) == ["rejected"]
+    with pytest.raises(InvalidInputError):
+        est.tell([(0, 0, True)])
+    with pytest.raises(InvalidInputError):
+        est.tell([(0, 99, True)])
+    with pytest.raises(InvalidInputError):
+        est.tell([(0, 1, "maybe")])
+
+
+def test_batch_suggestions_are_distinct_samples_and_idempotent():
+    X, y = _blobs(80, 4, seed=10)
+    est = URASC(budget=100, random_state=0).fit(X)
+    oracle = _oracle(y)
+    for _ in range(4):
+        qs = est.suggest_queries(6)
+        assert qs == est.suggest_queries(6)
+        samples = [q["i"] for q in qs]
+        assert len(samples) == len(set(samples)) == 6
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+        _check_sets_and_answers(est)
+
+
+@pytest.mark.parametrize("params", [
+    {"budget": -1}, {"n_clusters": 1}, {"strategy": "greedy"}, {"n_candidates": 0}, {"diversity": 2.0},
+    {"seed_sample": 500},
+])
+def test_invalid_parameters(params):
+    X, _ = _blobs(30, 2)
+    with pytest.raises(InvalidInputError):
+        URASC(**params).fit(X)
+
+
+def test_precomputed_affinity_and_variants_run():
+    X, y = _blobs(30, 3, seed=11)
+    W, _ = gaussian_affinity(X)
+    for kw in ({"affinity": "precomputed"}, {"step_model": "parametric"}, {"score": "gradient"},
+               {"score": "entropy"}, {"perturbation": "paper", "perturbation_terms": "complement"},
+               {"representative": "random"}, {"laplacian": "unnormalized"}, {"graph": "knn", "n_eig": 10},
+               {"fast": False}):
+        data = W if kw.get("affinity") == "precomputed" else X
+        est = URASC(budget=10, random_state=0, n_init=2, **kw).fit(data, oracle=_oracle(y))
+        assert est.labels_.shape == (30,) and est.labels_.dtype == np.int64
+        assert est.n_questions_ == 10
+        json.dumps(est.diagnostics_)
+        json.dumps(est.get_state())
+    with pytest.raises(InvalidInputError):
+        URASC(affinity="precomputed").fit(W + np.eye(30) * 0 + np.triu(np.ones((30, 30)), 1) * 0.5)
+
+
+def test_urasc_beats_random_on_easy_blobs():
+    X, y = make_blobs(n_samples=150, centers=5, cluster_std=1.6, random_state=3)
+    ur, rd = [], []
+    for seed in range(3):
+        a = URASC(budget=30, random_state=seed).fit(X, oracle=_oracle(y))
+        b = URASC(budget=30, strategy="random", random_state=seed).fit(X, oracle=_oracle(y))
+        ur.append(adjusted_rand_score(y, a.labels_))
+        rd.append(adjusted_rand_score(y, b.labels_))
+    assert np.mean(ur) > np.mean(rd)
+
+
+def test_callback_is_called_and_may_cancel():
+    X, y = _blobs(30, 2)
+    stages = []
+    URASC(budget=5, random_state=0, callback=lambda s, f: stages.append((s, f))).fit(X, oracle=_oracle(y))
+    assert stages[0][0] == "initialize" and stages[-1] == ("done", 1.0)
+
+    def cancel(stage, fraction):
+        raise RuntimeError("cancelled")
+
+    with pytest.raises(RuntimeError):
+        URASC(budget=5, callback=cancel).fit(X, oracle=_oracle(y))
