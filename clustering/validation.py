@@ -430,3 +430,35 @@ def check_hierarchy(tree, n_samples, *, name="hierarchy"):
             f"{name} lists item {int(uniq[counts > 1][0])} more than once", field=name
         )
     return arr
+
+
+def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=True):
+    """Is there a hierarchy displaying every relative constraint ab|c?
+
+    Thin entry point for the HTTP layer; the BUILD test itself lives with
+    ReCon (:func:`clustering._recon.check_relative_feasibility`, Aho et al.'s
+    OneTree, ``specs/recon.md`` §4.1-4.2).
+
+    Parameters
+    ----------
+    triplets : array-like of shape (m, 3)
+        Rows ``(a, b, c)``; with ``answers=None`` each means ab|c.
+    n_samples : int
+    answers : array-like of shape (m,) or None
+        +1/"yes" -> ab|c, -1/"no" -> ac|b, 0/"dont_know" -> no constraint.
+    minimal : bool, default=True
+        Return a minimal conflicting subset.
+
+    Returns
+    -------
+    dict
+        ``{"feasible": bool, "conflicting_triplets": [row indices], "n_relative": int}``.
+
+    Raises
+    ------
+    InvalidInputError
+        Malformed triplets or answers.
+    """
+    from ._recon import check_relative_feasibility as _check
+
+    return _check(triplets, n_samples, answers, minimal=minimal)

@@ -3,7 +3,7 @@
 from marshmallow import RAISE, Schema, fields, validate
 
 from .constraints import ConstraintsSchema
-from .fields import StrictInteger
+from .fields import Matrix, StrictInteger
 
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 
@@ -40,6 +40,8 @@ class JobSchema(Schema):
     """A job as clients see it."""
 
     id = fields.String()
+    kind = fields.String(validate=validate.OneOf(["fit", "predict"]))
+    parent_job_id = fields.String(allow_none=True, metadata={"description": "the fitted job a predict job uses"})
     state = fields.String(validate=validate.OneOf(STATES))
     done = fields.Boolean()
     dataset_id = fields.String()
@@ -76,3 +78,14 @@ class JobListSchema(Schema):
 class AffinityArgsSchema(Schema):
     format = fields.String(load_default="json", validate=validate.OneOf(["json", "npz"]))
     top_k = fields.Integer(strict=False, load_default=10, validate=validate.Range(min=1, max=100))
+
+
+class PredictRequestSchema(Schema):
+    """``POST /v1/jobs/{id}/predict``: new rows for an inductive model (DCRC)."""
+
+    class Meta:
+        unknown = RAISE
+
+    data = Matrix(required=True, metadata={"type": "array", "items": {"type": "array", "items": {"type": "number"}},
+                                           "description": "m x d matrix, same d as the fitted dataset"})
+    item_ids = fields.List(fields.String(validate=validate.Length(min=1, max=200)), load_default=None)

@@ -61,6 +61,36 @@ class COPKMeansParams(_Params):
     tol = _float(0, 1, 1e-4)
 
 
+class COPRFParams(_Params):
+    n_estimators = _int(1, 5000, 1000, metadata={"description": "number of trees T"})
+    cannot_link_policy = fields.String(load_default="relaxed", validate=validate.OneOf(["relaxed", "literal", "strict"]),
+                                       metadata={"description": "relaxed (default) or the paper's literal rule"})
+    filter_constraints = fields.Boolean(load_default=True,
+                                        metadata={"description": "noisy-constraint filter at each tree's root"})
+    filter_fraction = _float(0, 1, 0.5, lo_inclusive=False, hi_inclusive=False,
+                             metadata={"description": "alpha: fraction of constraints kept per root"})
+    filter_repeats = _int(1, 5000, 500, metadata={"description": "f: random subsets scored at each root"})
+    min_samples_split = _int(2, 10000, 2)
+    max_depth = _int(1, 1000, None, allow_none=True)
+    n_init = _int(1, 100, 10)
+
+
+class DCRCParams(_Params):
+    epsilon = _float(0, 2 / 3, 0.05, metadata={"description": "answer noise; 2/3 = constraints ignored"})
+    l2_penalty = _float(0, None, 0.01)
+    entropy_weight = _float(0, None, 1.0, metadata={"description": "conditional-entropy term weight"})
+    balance = fields.Boolean(load_default=True, metadata={"description": "cluster-balance term"})
+    standardize = fields.Boolean(load_default=True)
+    max_iter = _int(1, 1000, 100)
+
+
+class ReConParams(_Params):
+    cut = fields.String(load_default="constraint_guided",
+                        validate=validate.OneOf(["constraint_guided", "height", "merge_order"]))
+    # Infeasible triplets follow the job's on_conflict: "keep" repairs (drops a
+    # minimal conflicting set, reported in the result), "reject" answers 422.
+
+
 METHODS = {
     "spectral": {
         "title": "Spectral clustering (Ng, Jordan, Weiss 2001), unconstrained reference",
@@ -97,6 +127,34 @@ METHODS = {
         "hard_constraints": True,
         "outputs": ["labels"],
         "reference": "Wagstaff et al. Constrained k-means clustering with background knowledge. ICML 2001.",
+    },
+    "cop_rf": {
+        "title": "COP-RF: constraint-propagation random forest with noisy-constraint filtering",
+        "estimator": "COPRF",
+        "params": COPRFParams,
+        "constraints": ["pairwise"],
+        "hard_constraints": False,
+        "outputs": ["labels", "affinity", "constraint_scores"],
+        "reference": "Zhu, Loy, Gong. Constrained clustering: effective constraint propagation with imperfect "
+                     "oracles. ICDM 2013.",
+    },
+    "dcrc": {
+        "title": "DCRC: discriminative clustering with relative constraints (yes / no / don't know)",
+        "estimator": "DCRC",
+        "params": DCRCParams,
+        "constraints": ["triplets", "relative"],
+        "hard_constraints": False,
+        "outputs": ["labels", "probabilities", "predict"],
+        "reference": "Pei, Fern, Rosales, Tjahja. Discriminative clustering with relative constraints.",
+    },
+    "recon": {
+        "title": "ReCon: hierarchical clustering satisfying relative constraints",
+        "estimator": "ReCon",
+        "params": ReConParams,
+        "constraints": ["triplets", "relative", "hierarchy"],
+        "hard_constraints": True,
+        "outputs": ["labels", "hierarchy"],
+        "reference": "Liu, Zhang, Wang. Clustering with relative constraints. KDD 2011.",
     },
 }
 

@@ -8,7 +8,13 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields
 
 from clustering.exceptions import InvalidInputError
-from clustering.validation import check_hierarchy, check_pairs, check_triplets, find_pairwise_conflicts
+from clustering.validation import (
+    check_hierarchy,
+    check_pairs,
+    check_relative_feasibility,
+    check_triplets,
+    find_pairwise_conflicts,
+)
 from schemas.constraints import ConstraintsSchema
 from schemas.problems import ProblemSchema
 
@@ -116,5 +122,37 @@ def check(body):
     checked, counts = validate_constraints(body["constraints"], meta["n_samples"])
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
     conflicts, count = pairwise_conflicts(checked, item_ids)
-    return {"consistent": count == 0, "n_constraints": counts, "n_conflicts": count,
-            "conflicts": conflicts}
+    out = {"consistent": count == 0, "n_constraints": counts, "n_conflicts": count, "conflicts": conflicts}
+    relative = relative_feasibility(checked, meta["n_samples"], item_ids)
+    if relative is not None:
+        out["relative"] = relative
+        out["consistent"] = out["consistent"] and relative["feasible"]
+    return out
+
+
+def relative_feasibility(checked, n_samples, item_ids=None):
+    """BUILD feasibility of triplet answers and ab|c constraints together.
+
+    Returns None when there are no relative constraints, else
+    ``{"feasible", "conflicting": [{"field", "index", "items", "item_ids"}]}``
+    naming a minimal conflicting subset by its position in the request.
+    """
+    rows, answers, origin = [], [], []
+    for k, t in enumerate(checked.get("triplets") or []):
+        rows.append(t[:3])
+        answers.append(t[3])
+        origin.append(("triplets", k))
+    for k, t in enumerate(checked.get("relative") or []):
+        rows.append(t)
+        answers.append("yes")
+        origin.append(("relative", k))
+    if not rows:
+        return None
+    res = check_relative_feasibility(rows, n_samples, answers)
+    conflicting = []
+    for r in res["conflicting_triplets"]:
+        field, k = origin[r]
+        items = [int(v) for v in rows[r]]
+        conflicting.append({"field": field, "index": k, "items": items, "answer": answers[r],
+                            "item_ids": [item_ids[i] for i in items] if item_ids else None})
+    return {"feasible": res["feasible"], "n_relative": res["n_relative"], "conflicting": conflicting}

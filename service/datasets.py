@@ -12,7 +12,7 @@ from .errors import ApiError, PROBLEM_JSON
 blp = Blueprint("datasets", __name__, url_prefix="/v1/datasets", description="Upload and manage datasets")
 
 
-def check_size(X):
+def check_size(X, min_rows=2):
     cfg = current_app.config
     n, d = X.shape
     if n > cfg["SHOAL_MAX_ROWS"]:
@@ -24,8 +24,9 @@ def check_size(X):
     if n * d > cfg["SHOAL_MAX_CELLS"]:
         raise ApiError(413, "too_large", f"data has {n * d} cells, at most {cfg['SHOAL_MAX_CELLS']} are allowed",
                        errors={"/data": [f"at most {cfg['SHOAL_MAX_CELLS']} cells"]})
-    if n < 2:
-        raise ApiError(422, "invalid_input", "data needs at least 2 rows", errors={"/data": ["at least 2 rows"]})
+    if n < min_rows:
+        raise ApiError(422, "invalid_input", f"data needs at least {min_rows} rows",
+                       errors={"/data": [f"at least {min_rows} rows"]})
 
 
 def dataset_or_404(store, dataset_id, pointer=None):

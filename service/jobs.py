@@ -7,7 +7,14 @@ from flask import current_app, send_file, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
-from schemas.jobs import AffinityArgsSchema, JobCreateSchema, JobListArgsSchema, JobListSchema, JobSchema
+from schemas.jobs import (
+    AffinityArgsSchema,
+    JobCreateSchema,
+    JobListArgsSchema,
+    JobListSchema,
+    JobSchema,
+    PredictRequestSchema,
+)
 from schemas.methods import METHODS
 from schemas.problems import ProblemSchema
 from schemas.results import ResultSchema
@@ -15,8 +22,8 @@ from workers.store import decode_token, load_affinity
 from workers.submit import submit_job
 
 from . import get_store
-from .constraints import pairwise_conflicts, present_kinds, validate_constraints
-from .datasets import dataset_or_404
+from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
+from .datasets import check_size, dataset_or_404
 from .errors import ApiError, PROBLEM_JSON, pointer_messages
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
@@ -91,6 +98,12 @@ def create_job(body):
                        f"{n_conflicts} cannot-link constraint(s) contradict must-link chains, e.g. "
                        f"cannot_link {first['cannot_link']} vs must-link chain {first['must_link_chain']}",
                        conflicts=conflicts, n_conflicts=n_conflicts)
+    if body["on_conflict"] == "reject":
+        relative = relative_feasibility(checked, n, item_ids)
+        if relative is not None and not relative["feasible"]:
+            raise ApiError(422, "contradictory_constraints",
+                           f"no hierarchy satisfies these relative constraints; a minimal conflicting set has "
+                           f"{len(relative['conflicting'])} of them", relative=relative)
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, constraints=checked, random_state=body["random_state"],
                      on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
@@ -180,6 +193,37 @@ def get_affinity(args, job_id):
         values.append([float(v) for v in d[order]])
     return {"job_id": job_id, "n_samples": int(M.shape[0]), "top_k": k, "format": "top_k_rows",
             "indices": indices, "values": values}
+
+
+@blp.route("/<string:job_id>/predict", methods=["POST"])
+@blp.arguments(PredictRequestSchema)
+@blp.response(202, JobSchema)
+@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
+@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Job not SUCCEEDED (yet)")
+@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Rows do not fit the model")
+def predict(body, job_id):
+    """Assign new rows with a fitted inductive model (DCRC); runs as a job on a worker."""
+    store = get_store()
+    parent = _result_or_error(store, job_id)
+    if "predict" not in METHODS.get(parent["method"], {}).get("outputs", ()):
+        raise ApiError(422, "predict_not_supported", f"method {parent['method']!r} cannot assign new rows; "
+                       "methods with 'predict' in their outputs can (see GET /v1/methods)")
+    meta = dataset_or_404(store, parent["dataset_id"])
+    X = body["data"]
+    check_size(X, min_rows=1)
+    if X.shape[1] != meta["n_features"]:
+        raise ApiError(422, "invalid_input", f"data has {X.shape[1]} columns, the model was fitted on "
+                       f"{meta['n_features']}", errors={"/data": [f"rows must have {meta['n_features']} values"]})
+    ids = body.get("item_ids")
+    if ids is not None and len(ids) != X.shape[0]:
+        raise ApiError(422, "invalid_input", f"item_ids has {len(ids)} values for {X.shape[0]} rows",
+                       errors={"/item_ids": ["one id per row"]})
+    rows = store.put_dataset(X, name=f"predict:{job_id}", item_ids=ids)
+    rec = submit_job(store, dataset_id=rows["id"], method=parent["method"], n_clusters=parent["n_clusters"],
+                     params=parent["params"], constraints={}, random_state=parent["random_state"],
+                     scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id)
+    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
+    return job_view(rec), 202, headers
 
 
 @blp.route("/<string:job_id>/cancel", methods=["POST"])

@@ -24,17 +24,51 @@ class MethodSpec:
     matrix_attr : str or None
         Fitted attribute holding the learned affinity / kernel.
     extras : dict
-        Result key -> fitted attribute copied into ``result["extras"]``.
+        Result key -> fitted attribute name, or a callable
+        ``f(estimator, constraints) -> JSON-able`` for ``result["extras"]``.
+    model_attrs : tuple of str
+        Fitted attributes saved with the result so that ``predict`` jobs can
+        rebuild the model for new rows (only for inductive methods).
+    conflict_params : dict
+        ``on_conflict`` value -> estimator parameters it implies (e.g. ReCon
+        repairs inconsistent triplets when the client keeps conflicts).
     """
 
     estimator: str
     inputs: tuple = ()
     matrix_attr: str = None
     extras: dict = field(default_factory=dict)
+    model_attrs: tuple = ()
+    conflict_params: dict = field(default_factory=dict)
 
     def load_class(self):
         mod, cls = self.estimator.split(":")
         return getattr(import_module(mod), cls)
+
+
+def _split_by_kind(attr):
+    """Per-constraint scores back in the client's order: must_link then cannot_link lists."""
+
+    def extract(estimator, constraints):
+        values = getattr(estimator, attr, None)
+        if values is None:
+            return None
+        values = np.asarray(values, dtype=float)
+        n_ml = len((constraints or {}).get("must_link") or [])
+        return {"must_link": values[:n_ml].tolist(), "cannot_link": values[n_ml:].tolist()}
+
+    return extract
+
+
+def _probabilities(estimator, constraints):
+    proba = getattr(estimator, "proba_", None)
+    if proba is None or proba.size > 2_000_000:
+        return None
+    return np.round(proba, 6).tolist()
+
+
+def _newick(estimator, constraints):
+    return estimator.to_newick() if hasattr(estimator, "children_") else None
 
 
 METHODS = {
@@ -42,15 +76,29 @@ METHODS = {
     "spectral_learning": MethodSpec("clustering.baselines:SpectralLearning", ("pairwise",), "affinity_matrix_"),
     "e2cp": MethodSpec("clustering.baselines:E2CP", ("pairwise",), "affinity_matrix_"),
     "cop_kmeans": MethodSpec("clustering.baselines:COPKMeans", ("pairwise",), None),
+    "cop_rf": MethodSpec("clustering._cop_rf:COPRF", ("pairwise",), "affinity_matrix_", {
+        "constraint_scores": _split_by_kind("constraint_scores_"),
+        "constraint_selection_rate": _split_by_kind("constraint_selection_rate_"),
+        "constraint_coverage": _split_by_kind("constraint_coverage_"),
+    }),
+    "dcrc": MethodSpec("clustering._dcrc:DCRC", ("triplets",), None, {
+        "probabilities": _probabilities, "n_iter": "n_iter_", "converged": "converged_",
+        "lower_bound": "lower_bound_",
+    }, model_attrs=("coef_", "intercept_", "mean_", "scale_", "n_clusters_")),
+    "recon": MethodSpec("clustering._recon:ReCon", ("triplets",), None, {
+        "children": "children_", "distances": "distances_", "linkage_matrix": "linkage_",
+        "newick": _newick, "outliers": "outliers_", "feasible": "feasible_", "conflict": "conflict_",
+        "dropped_triplets": "dropped_",
+    }, conflict_params={"keep": {"on_inconsistent": "repair"}}),
 }
 
 
-def build(method, *, n_clusters, params, random_state, callback=None):
+def build(method, *, n_clusters, params, random_state, callback=None, on_conflict="keep"):
     """Instantiate the estimator for ``method`` with validated params."""
     spec = METHODS[method]
     cls = spec.load_class()
     names = cls().get_params(deep=False)
-    kwargs = dict(params)
+    kwargs = {**spec.conflict_params.get(on_conflict, {}), **params}
     if "n_clusters" in names:
         kwargs["n_clusters"] = n_clusters
     if "random_state" in names:
@@ -91,8 +139,13 @@ def fit_kwargs(method, constraints):
     if "pairwise" in spec.inputs:
         kw["pairs"], kw["pair_kind"], kw["pair_weight"] = pairwise_arrays(c)
     if "triplets" in spec.inputs:
-        trip = [t[:3] for t in c.get("triplets") or []] + [list(t) for t in c.get("relative") or []]
-        ans = [ANSWER[t[3]] for t in c.get("triplets") or []] + [1] * len(c.get("relative") or [])
+        relative = [list(t) for t in c.get("relative") or []]
+        if c.get("hierarchy") is not None:
+            from clustering._recon import hierarchy_triplets
+
+            relative += np.asarray(hierarchy_triplets(c["hierarchy"]), dtype=np.int64).reshape(-1, 3).tolist()
+        trip = [t[:3] for t in c.get("triplets") or []] + relative
+        ans = [ANSWER[t[3]] for t in c.get("triplets") or []] + [1] * len(relative)
         kw["triplets"] = np.asarray(trip, dtype=np.int64).reshape(-1, 3)
         kw["triplet_answer"] = np.asarray(ans, dtype=np.int8)
     return kw
@@ -108,10 +161,30 @@ def _jsonable(value):
     return value
 
 
-def extras(method, estimator):
+def extras(method, estimator, constraints=None):
     """Method-specific fitted outputs for ``result["extras"]``."""
-    spec = METHODS[method]
-    return {key: _jsonable(getattr(estimator, attr, None)) for key, attr in spec.extras.items()}
+    out = {}
+    for key, how in METHODS[method].extras.items():
+        value = how(estimator, constraints) if callable(how) else getattr(estimator, how, None)
+        out[key] = _jsonable(value)
+    return out
+
+
+def model_state(method, estimator):
+    """JSON-able fitted attributes needed by ``predict`` (None if not inductive)."""
+    attrs = METHODS[method].model_attrs
+    if not attrs:
+        return None
+    return {a: _jsonable(getattr(estimator, a)) for a in attrs}
+
+
+def restore(method, params, state):
+    """An estimator ready for ``predict_proba`` from :func:`model_state` output."""
+    cls = METHODS[method].load_class()
+    est = cls(**{k: v for k, v in params.items() if k in cls().get_params(deep=False)})
+    for a, v in state.items():
+        setattr(est, a, np.asarray(v) if isinstance(v, list) else v)
+    return est
 
 
 def learned_matrix(method, estimator):

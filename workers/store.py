@@ -173,7 +173,8 @@ class Store:
 
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
-                   on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None):
+                   on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
+                   kind="fit", parent_job_id=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
@@ -191,6 +192,8 @@ class Store:
             "random_state": int(random_state),
             "on_conflict": on_conflict,
             "scale": scale,
+            "kind": kind,
+            "parent_job_id": parent_job_id,
             "callback_url": callback_url,
             "n_constraints": n_constraints or {},
             "n_conflicts": len(conflicts or []),
@@ -338,7 +341,7 @@ class Store:
             ttl = self.settings.job_ttl
             key = f"{PREFIX}job:{jid}"
             pipe = self.r.pipeline()
-            for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel"):
+            for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel", f"{key}:model"):
                 pipe.expire(k, ttl)
             pipe.execute()
         return rec
@@ -372,6 +375,14 @@ class Store:
 
     def get_result(self, jid):
         raw = self.r.get(f"{PREFIX}job:{jid}:result")
+        return json.loads(raw) if raw else None
+
+    def save_model_state(self, jid, state):
+        """Fitted parameters of an inductive model (JSON), for predict jobs."""
+        self.r.set(f"{PREFIX}job:{jid}:model", dumps(state), ex=self.settings.job_ttl)
+
+    def get_model_state(self, jid):
+        raw = self.r.get(f"{PREFIX}job:{jid}:model")
         return json.loads(raw) if raw else None
 
     def get_affinity_bytes(self, jid):

@@ -84,11 +84,15 @@ def top_k_rows(M, k):
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
 
 
-def zscore(X):
-    """Standardise columns (constant columns become 0); returns a new array."""
-    std = X.std(axis=0)
-    std[std == 0] = 1.0
-    return (X - X.mean(axis=0)) / std
+def zscore(X, mean=None, std=None):
+    """Standardise columns (constant columns become 0); returns a new array.
+
+    ``mean`` / ``std`` (shape (d,)) reuse a training set's statistics.
+    """
+    if mean is None:
+        mean, std = X.mean(axis=0), X.std(axis=0)
+        std = np.where(std == 0, 1.0, std)
+    return (X - np.asarray(mean)) / np.asarray(std)
 
 
 def _label_codes(labels):
@@ -122,7 +126,7 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
         "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None,
         "timings": {"fit_seconds": fit_seconds, "queued_seconds": queued_seconds},
         "diagnostics": {k: v for k, v in diagnostics.items() if k != "conflicts"},
-        "extras": registry.extras(method, estimator),
+        "extras": registry.extras(method, estimator, constraints),
     }
     return result
 
@@ -136,16 +140,21 @@ def run_job(self, job_id):
         return  # unknown, finished, cancelled, or attempts exhausted
     callback_url = job.get("callback_url")
     try:
+        if job.get("kind") == "predict":
+            final = run_predict(store, job)
+            if final is not None and callback_url:
+                deliver_webhook.delay(job_id, callback_url)
+            return
         data = store.load_dataset(job["dataset_id"])
         if data is None:
             raise LookupError(f"dataset {job['dataset_id']} no longer exists")
-        X, labels_true, item_ids = data
-        if job.get("scale") == "zscore":
-            X = zscore(X)
+        X_raw, labels_true, item_ids = data
+        X = zscore(X_raw) if job.get("scale") == "zscore" else X_raw
         spec = store.get_job_spec(job_id) or {}
         callback = make_callback(store, job_id, store.settings.progress_interval)
         estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=job["params"],
-                                   random_state=job["random_state"], callback=callback)
+                                   random_state=job["random_state"], callback=callback,
+                                   on_conflict=job.get("on_conflict", "keep"))
         kwargs = registry.fit_kwargs(job["method"], spec.get("constraints"))
         store.set_progress(job_id, 0.05, "fitting")
         t0 = time.perf_counter()
@@ -160,6 +169,12 @@ def run_job(self, job_id):
         if matrix is not None and matrix.shape[0] > FULL_AFFINITY_LIMIT:
             matrix = top_k_rows(matrix, STORED_TOP_K)
         store.save_result(job_id, result, matrix)
+        state = registry.model_state(job["method"], estimator)
+        if state is not None:
+            if job.get("scale") == "zscore":
+                state["_scale"] = {"mean": X_raw.mean(axis=0).tolist(),
+                                   "std": np.where(X_raw.std(axis=0) == 0, 1.0, X_raw.std(axis=0)).tolist()}
+            store.save_model_state(job_id, state)
         final = store.finish_job(job_id, "SUCCEEDED")
     except JobCancelled:
         final = store.finish_job(job_id, "CANCELLED")
@@ -180,6 +195,37 @@ def run_job(self, job_id):
             "internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}"))
     if final is not None and callback_url:
         deliver_webhook.delay(job_id, callback_url)
+
+
+def run_predict(store, job):
+    """Assign new rows with a parent job's inductive model (e.g. DCRC's logistic model)."""
+    job_id = job["id"]
+    try:
+        state = store.get_model_state(job["parent_job_id"])
+        data = store.load_dataset(job["dataset_id"])
+        if state is None or data is None:
+            raise LookupError("the parent job's model or the rows to predict have expired")
+        X = data[0]
+        scale = state.pop("_scale", None)
+        if scale is not None:
+            X = zscore(X, scale["mean"], scale["std"])
+        est = registry.restore(job["method"], job["params"], state)
+        t0 = time.perf_counter()
+        proba = est.predict_proba(X)
+        labels = proba.argmax(axis=1)
+        result = {"job_id": job_id, "method": job["method"], "parent_job_id": job["parent_job_id"],
+                  "labels": labels.tolist(), "item_ids": data[2], "n_clusters": int(proba.shape[1]),
+                  "cluster_sizes": np.bincount(labels, minlength=proba.shape[1]).tolist(),
+                  "constraint_satisfaction": None, "conflicts": [], "n_conflicts": 0, "metrics": None,
+                  "timings": {"fit_seconds": time.perf_counter() - t0,
+                              "queued_seconds": job["started_ts"] - job["created_ts"]},
+                  "diagnostics": {}, "extras": {"probabilities": np.round(proba, 6).tolist()}}
+        store.save_result(job_id, result)
+        return store.finish_job(job_id, "SUCCEEDED")
+    except Exception as exc:  # noqa: BLE001
+        log.exception("predict job %s failed", job_id)
+        return store.finish_job(job_id, "FAILED", error=problem(
+            "predict_failed", "Prediction failed", 500, f"{type(exc).__name__}: {exc}"))
 
 
 def sign_webhook(secret, msg_id, timestamp, body):

@@ -113,3 +113,20 @@ def test_methods_catalogue_lists_parameters(client):
     assert {"spectral", "spectral_learning", "e2cp", "cop_kmeans"} <= set(methods)
     alpha = next(p for p in methods["e2cp"]["params"] if p["name"] == "alpha")
     assert alpha["default"] == 0.6 and alpha["maximum"] == 0.95
+
+
+def test_relative_constraints_check_reports_a_minimal_conflict(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    body = {"dataset_id": did, "constraints": {
+        "relative": [[0, 1, 2], [3, 4, 5]],
+        "triplets": [[0, 2, 1, "yes"], [6, 7, 8, "dont_know"], [3, 5, 4, "no"]]}}
+    r = client.post("/v1/constraints/check", json=body)
+    assert r.status_code == 200, r.json
+    rel = r.json["relative"]
+    assert r.json["consistent"] is False and rel["feasible"] is False
+    got = {(c["field"], c["index"]) for c in rel["conflicting"]}
+    assert got == {("relative", 0), ("triplets", 0)}  # 01|2 and 02|1 cannot both hold
+    assert rel["conflicting"][0]["item_ids"][0] == "item-0"
+    ok = client.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {
+        "relative": [[0, 1, 2], [0, 1, 3]]}})
+    assert ok.json["consistent"] is True and ok.json["relative"]["conflicting"] == []

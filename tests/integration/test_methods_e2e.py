@@ -1,0 +1,101 @@
+"""The paper methods through the API: COP-RF scores, DCRC predict, ReCon hierarchies."""
+
+import io
+
+import numpy as np
+import pytest
+import requests
+from scipy.cluster.hierarchy import is_valid_linkage
+from sklearn.datasets import make_blobs
+
+from .helpers import submit, upload, wait_done
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def blobs(live):
+    X, y = make_blobs(60, centers=[[0, 0], [7, 7], [-7, 7]], cluster_std=0.7, random_state=5)
+    return upload(live, X, y, [f"b{i}" for i in range(len(y))]), X, y
+
+
+def _result(base, job):
+    assert job["state"] == "SUCCEEDED", job.get("error")
+    return requests.get(base + job["result_url"], timeout=30).json()
+
+
+def _triplets(y, n, rng):
+    out = []
+    while len(out) < n:
+        a, b, c = map(int, rng.choice(len(y), 3, replace=False))
+        if y[a] == y[b] != y[c]:
+            out.append([a, b, c, "yes"])
+        elif y[a] == y[c] != y[b]:
+            out.append([a, b, c, "no"])
+    return out
+
+
+def test_cop_rf_scores_each_constraint_in_client_order(live, blobs):
+    did, X, y = blobs
+    ml = [[0, int(np.flatnonzero(y == y[0])[1])]]
+    cl = [[0, int(np.flatnonzero(y != y[0])[0])], [1, int(np.flatnonzero(y == y[1])[2])]]  # last one is wrong
+    job = wait_done(live, submit(live, dataset_id=did, method="cop_rf", n_clusters=3,
+                                 params={"n_estimators": 60, "filter_repeats": 50},
+                                 constraints={"must_link": ml, "cannot_link": cl}).json()["id"])
+    res = _result(live, job)
+    scores = res["extras"]["constraint_scores"]
+    assert len(scores["must_link"]) == 1 and len(scores["cannot_link"]) == 2
+    assert res["metrics"]["ari"] > 0.9
+
+
+def test_dcrc_fits_triplets_and_predicts_new_rows(live, blobs):
+    did, X, y = blobs
+    trip = _triplets(y, 60, np.random.default_rng(0))
+    job = wait_done(live, submit(live, dataset_id=did, method="dcrc", n_clusters=3,
+                                 constraints={"triplets": trip}).json()["id"])
+    res = _result(live, job)
+    assert res["metrics"]["ari"] > 0.9
+    proba = np.asarray(res["extras"]["probabilities"])
+    assert proba.shape == (len(y), 3) and np.allclose(proba.sum(axis=1), 1, atol=1e-4)
+    new = X[:5] + 0.01
+    r = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": new.tolist()}, timeout=30)
+    assert r.status_code == 202, r.text
+    pred = _result(live, wait_done(live, r.json()["id"]))
+    assert pred["labels"] == res["labels"][:5]
+    bad = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": [[1.0, 2.0, 3.0]]}, timeout=30)
+    assert bad.status_code == 422 and "/data" in bad.json()["errors"]
+
+
+def test_recon_returns_a_hierarchy_that_satisfies_the_triplets(live, blobs):
+    did, X, y = blobs
+    rel = [t[:3] if t[3] == "yes" else [t[0], t[2], t[1]] for t in _triplets(y, 40, np.random.default_rng(1))]
+    job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
+                                 constraints={"relative": rel}).json()["id"])
+    res = _result(live, job)
+    Z = np.asarray(res["extras"]["linkage_matrix"])
+    assert Z.shape == (len(y) - 1, 4) and is_valid_linkage(Z)
+    assert res["extras"]["newick"].endswith(";")
+    assert res["metrics"]["ari"] > 0.9
+
+
+def test_recon_infeasible_triplets_kept_or_rejected(live, blobs):
+    did, X, y = blobs
+    rel = [[0, 1, 2], [0, 2, 1]]  # ab|c and ac|b: no tree has both
+    rej = requests.post(f"{live}/v1/jobs", json={"dataset_id": did, "method": "recon", "n_clusters": 3,
+                                                "constraints": {"relative": rel}, "on_conflict": "reject"},
+                        timeout=30)
+    assert rej.status_code == 422 and rej.json()["code"] == "contradictory_constraints"
+    assert {c["index"] for c in rej.json()["relative"]["conflicting"]} == {0, 1}
+    job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
+                                 constraints={"relative": rel}).json()["id"])
+    res = _result(live, job)
+    assert res["extras"]["feasible"] is False and len(res["extras"]["dropped_triplets"]) >= 1
+
+
+def test_recon_from_a_client_hierarchy(live, blobs):
+    did, X, y = blobs
+    groups = [[int(i) for i in np.flatnonzero(y == k)] for k in range(3)]
+    tree = [groups[0], [groups[1], groups[2]]]
+    job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
+                                 constraints={"hierarchy": tree}).json()["id"])
+    assert _result(live, job)["metrics"]["ari"] == 1.0
