@@ -1,0 +1,331 @@
+"""Shared building blocks: validation, constraint containers, graphs,
+spectral embeddings and metrics."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.linalg import eigh, subspace_angles
+from sklearn.datasets import make_blobs
+
+from clustering._constraints import (
+    check_pairwise,
+    must_link_components,
+    split_pairs,
+    transitive_closure,
+)
+from clustering._graph import (
+    gaussian_affinity,
+    knn_distances,
+    knn_gaussian_graph,
+    kth_neighbor_sigma,
+    n_connected_components,
+    normalized_adjacency,
+)
+from clustering._metrics import clustering_scores, constraint_satisfaction, pairwise_f_measure
+from clustering._spectral import (
+    additive_embedding,
+    eigengap_n_clusters,
+    generalized_embedding,
+    kmeans_labels,
+    njw_embedding,
+    top_eigenvectors,
+)
+from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
+from clustering.validation import (
+    check_data,
+    check_n_clusters,
+    check_pairs,
+    check_triplets,
+    check_weights,
+    find_pairwise_conflicts,
+    raise_on_conflicts,
+)
+
+
+# --------------------------------------------------------------------- validation
+def test_check_data_names_the_nan_cell():
+    X = np.ones((4, 3))
+    X[2, 1] = np.nan
+    with pytest.raises(InvalidInputError, match=r"X\[2\]\[1\]") as exc:
+        check_data(X)
+    assert exc.value.field == "X" and exc.value.index == (2, 1)
+
+
+def test_check_data_rejects_ragged_and_text():
+    with pytest.raises(InvalidInputError, match="different lengths") as exc:
+        check_data([[1, 2], [3]])
+    assert exc.value.field == "X"
+    with pytest.raises(InvalidInputError, match="numbers"):
+        check_data([["a", "b"], ["c", "d"]])
+
+
+def test_check_data_returns_float64_copy_semantics():
+    X = np.arange(6, dtype=np.int32).reshape(3, 2)
+    out = check_data(X)
+    assert out.dtype == np.float64 and out.flags.c_contiguous
+    np.testing.assert_array_equal(out, X)
+
+
+def test_check_n_clusters_range():
+    assert check_n_clusters(3, 10) == 3
+    with pytest.raises(InvalidInputError, match="n_clusters == 11") as exc:
+        check_n_clusters(11, 10)
+    assert exc.value.field == "n_clusters"
+    with pytest.raises(InvalidInputError):
+        check_n_clusters(2.5, 10)
+
+
+def test_check_pairs_out_of_range_names_field_and_index():
+    with pytest.raises(InvalidInputError, match=r"pairs\[1\]\[0\] = 7") as exc:
+        check_pairs([[0, 1], [7, 2]], 5)
+    assert exc.value.field == "pairs" and exc.value.index == (1, 0)
+
+
+def test_check_pairs_self_pair():
+    with pytest.raises(InvalidInputError, match=r"must_link\[0\]") as exc:
+        check_pairs([[3, 3]], 5, name="must_link")
+    assert exc.value.field == "must_link" and exc.value.index == (0,)
+
+
+def test_check_pairs_non_integer_float():
+    with pytest.raises(InvalidInputError, match="not an integer") as exc:
+        check_pairs([[0, 1.5]], 5)
+    assert exc.value.index == (0, 1)
+
+
+def test_check_weights():
+    np.testing.assert_array_equal(check_weights(None, 3), np.ones(3))
+    with pytest.raises(InvalidInputError, match=r"w\[1\]") as exc:
+        check_weights([0.5, 0.0], 2, name="w")
+    assert exc.value.index == (1,)
+    with pytest.raises(InvalidInputError, match="lengths"):
+        check_weights([0.5], 2)
+
+
+def test_check_triplets_repeated_item_and_answers():
+    with pytest.raises(InvalidInputError, match=r"triplets\[1\]") as exc:
+        check_triplets([[0, 1, 2], [3, 3, 1]], 5)
+    assert exc.value.index == (1,)
+    t, a = check_triplets([[0, 1, 2], [1, 2, 3]], 5, ["yes", -1])
+    np.testing.assert_array_equal(a, [1, -1])
+    with pytest.raises(InvalidInputError, match=r"answers\[0\]"):
+        check_triplets([[0, 1, 2]], 5, ["maybe"])
+
+
+def test_find_pairwise_conflicts_reports_the_chain():
+    ml = np.array([[0, 1], [1, 2], [2, 3], [5, 6]])
+    cl = np.array([[4, 5], [3, 0], [6, 5]])
+    conflicts, count = find_pairwise_conflicts(ml, cl, 7)
+    assert count == 2
+    assert conflicts[0]["cannot_link"] == [3, 0] and conflicts[0]["cannot_link_index"] == 1
+    assert conflicts[0]["must_link_chain"] == [3, 2, 1, 0]
+    assert conflicts[1]["must_link_chain"] == [6, 5]
+    with pytest.raises(InfeasibleConstraintsError) as exc:
+        raise_on_conflicts(ml, cl, 7)
+    assert len(exc.value.conflicts) == 2
+
+
+def _chain_is_valid(chain, ml):
+    edges = {tuple(sorted(e)) for e in ml.tolist()}
+    return all(tuple(sorted((a, b))) in edges for a, b in zip(chain[:-1], chain[1:]))
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.data())
+def test_conflict_chains_are_real_must_link_paths(data):
+    n = 12
+    idx = st.integers(0, n - 1)
+    pair = st.tuples(idx, idx).filter(lambda p: p[0] != p[1])
+    ml = np.array(data.draw(st.lists(pair, max_size=15)), dtype=np.int64).reshape(-1, 2)
+    cl = np.array(data.draw(st.lists(pair, max_size=10)), dtype=np.int64).reshape(-1, 2)
+    conflicts, count = find_pairwise_conflicts(ml, cl, n)
+    _, comp = must_link_components(ml, n)
+    expected = int(sum(comp[a] == comp[b] for a, b in cl)) if len(ml) else 0
+    assert count == expected
+    for c in conflicts:
+        a, b = c["cannot_link"]
+        chain = c["must_link_chain"]
+        assert chain[0] == a and chain[-1] == b
+        assert _chain_is_valid(chain, ml)
+
+
+# --------------------------------------------------------------------- constraints
+def test_check_pairwise_kind_and_lengths():
+    with pytest.raises(InvalidInputError, match=r"pair_kind\[1\] = 0") as exc:
+        check_pairwise([[0, 1], [1, 2]], [1, 0], None, 4)
+    assert exc.value.field == "pair_kind" and exc.value.index == (1,)
+    with pytest.raises(InvalidInputError, match="lengths must match"):
+        check_pairwise([[0, 1]], [1, -1], None, 4)
+    with pytest.raises(InvalidInputError, match="required"):
+        check_pairwise([[0, 1]], None, None, 4)
+    c = check_pairwise(None, None, None, 4)
+    assert len(c) == 0 and c.must_link.shape == (0, 2)
+
+
+def test_unique_deduplicates_unordered_pairs_keeping_max_weight():
+    c = check_pairwise([[1, 0], [0, 1], [2, 3], [0, 1]], [1, 1, -1, -1], [0.3, 0.8, 1.0, 0.5], 4)
+    pairs, kind, weight, first = c.unique()
+    assert pairs.tolist() == [[0, 1], [2, 3], [0, 1]]
+    assert kind.tolist() == [1, -1, -1]
+    np.testing.assert_allclose(weight, [0.8, 1.0, 0.5])
+    assert first.tolist() == [0, 2, 3]
+
+
+def test_pairwise_conflicts_index_refers_to_input_position():
+    c = check_pairwise([[0, 1], [5, 6], [1, 2], [2, 0]], [1, -1, 1, -1], None, 7)
+    conflicts, count = c.conflicts()
+    assert count == 1
+    assert conflicts[0]["cannot_link_index"] == 3
+    assert conflicts[0]["must_link_chain"] == [2, 1, 0]
+
+
+def test_split_pairs():
+    pairs, kind, w = split_pairs([[0, 1]], [[2, 3], [4, 5]], None, [0.5, 1.0])
+    assert pairs.tolist() == [[0, 1], [2, 3], [4, 5]]
+    assert kind.tolist() == [1, -1, -1]
+    np.testing.assert_allclose(w, [1, 0.5, 1])
+
+
+def test_transitive_closure():
+    ml = np.array([[0, 1], [1, 2]])
+    cl = np.array([[2, 3], [3, 4]])
+    ml_all, cl_all = transitive_closure(ml, cl, 5)
+    assert sorted(map(tuple, ml_all.tolist())) == [(0, 1), (0, 2), (1, 2)]
+    assert sorted(map(tuple, cl_all.tolist())) == [(0, 3), (1, 3), (2, 3), (3, 4)]
+    n_comp, comp = must_link_components(ml, 5)
+    assert n_comp == 3 and comp[0] == comp[1] == comp[2] != comp[3]
+
+
+# --------------------------------------------------------------------- graphs
+def _blobs(n=60, k=3, seed=0):
+    X, y = make_blobs(n_samples=n, centers=k, cluster_std=0.5, random_state=seed)
+    return X, y
+
+
+def test_gaussian_affinity_properties():
+    X, _ = _blobs()
+    W, sigma = gaussian_affinity(X, n_neighbors=10)
+    assert sigma == pytest.approx(kth_neighbor_sigma(X, 10))
+    np.testing.assert_array_equal(W, W.T)
+    assert np.all(np.diag(W) == 0) and W.min() >= 0 and W.max() <= 1
+    d2 = ((X[0] - X[1]) ** 2).sum()
+    assert W[0, 1] == pytest.approx(np.exp(-d2 / (2 * sigma**2)))
+
+
+@pytest.mark.parametrize("sym", ["max", "mean"])
+def test_knn_graph_properties(sym):
+    X, _ = _blobs()
+    W, sigma = knn_gaussian_graph(X, 5, symmetrize=sym)
+    assert sp.issparse(W)
+    assert abs(W - W.T).max() < 1e-15
+    assert W.diagonal().max() == 0 and W.data.min() > 0 and W.data.max() <= 1
+    dist, ind = knn_distances(X, 5)
+    assert not np.any(ind == np.arange(len(X))[:, None])
+    # every point keeps at least its k neighbours
+    assert np.all(np.diff(W.indptr) >= 5)
+    knn = gaussian_affinity(X, sigma, n_neighbors=5, mode="knn")[0]
+    assert (abs(knn - knn_gaussian_graph(X, 5, sigma=sigma)[0])).max() < 1e-15
+
+
+def test_knn_distances_with_duplicates_excludes_self():
+    X = np.array([[0.0], [0.0], [1.0], [2.0]])
+    dist, ind = knn_distances(X, 2)
+    assert not np.any(ind == np.arange(4)[:, None])
+    assert dist.shape == (4, 2)
+
+
+def test_normalized_adjacency_and_components():
+    W = np.array([[0, 1, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.0]])
+    M, iso = normalized_adjacency(W)
+    assert iso.tolist() == [False, False, True, True]
+    np.testing.assert_allclose(M[:2, :2], [[0, 1], [1, 0]])
+    assert np.all(M[2:] == 0)
+    Ms, iso_s = normalized_adjacency(sp.csr_matrix(W))
+    np.testing.assert_allclose(Ms.toarray(), M)
+    assert n_connected_components(W) == 3
+
+
+# --------------------------------------------------------------------- spectral
+def _dense_top(M, k):
+    vals, vecs = eigh(M)
+    return vals[::-1][:k], vecs[:, ::-1][:, :k]
+
+
+def test_top_eigenvectors_sparse_path_residuals():
+    rng = np.random.default_rng(0)
+    n = 3100  # above the dense-eigh limit: ARPACK path
+    diag = rng.uniform(0, 0.5, n)
+    diag[[10, 500, 3000]] = [1.0, 0.9, 0.8]
+    off = 1e-3 * rng.random(n - 1)
+    M = sp.csr_matrix(sp.diags([diag, off, off], [0, 1, -1]))
+    vals, vecs = top_eigenvectors(M, 3, random_state=0)
+    np.testing.assert_allclose(vals, [1.0, 0.9, 0.8], atol=1e-3)
+    assert np.abs(M @ vecs - vecs * vals).max() < 1e-8
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(3), atol=1e-8)
+    # sign convention: largest-magnitude entry positive
+    idx = np.argmax(np.abs(vecs), axis=0)
+    assert np.all(vecs[idx, np.arange(3)] > 0)
+    assert idx.tolist() == [10, 500, 3000]
+    # same answer as the dense path on a small matrix
+    small = M[:200, :200].toarray()
+    v_s, _ = top_eigenvectors(small, 2)
+    np.testing.assert_allclose(v_s, np.linalg.eigvalsh(small)[::-1][:2], atol=1e-12)
+
+
+def test_njw_embedding_matches_dense_reference():
+    X, _ = _blobs(50)
+    W, _ = gaussian_affinity(X, n_neighbors=8)
+    Y, info = njw_embedding(W, 3)
+    d = W.sum(1)
+    M = W / np.sqrt(np.outer(d, d))
+    vals, vecs = _dense_top(M, 3)
+    np.testing.assert_allclose(info["eigenvalues"], vals, atol=1e-10)
+    ref = vecs / np.linalg.norm(vecs, axis=1, keepdims=True)
+    # same row-normalised subspace: Y = ref @ orthogonal matrix
+    R, *_ = np.linalg.lstsq(ref, Y, rcond=None)
+    np.testing.assert_allclose(ref @ R, Y, atol=1e-8)
+    np.testing.assert_allclose(np.linalg.norm(Y, axis=1), 1.0)
+
+
+def test_generalized_embedding_solves_the_generalized_problem():
+    X, _ = _blobs(40)
+    W, _ = gaussian_affinity(X, n_neighbors=8)
+    V, lam = generalized_embedding(W, 3)
+    D = np.diag(W.sum(1))
+    L = D - W
+    np.testing.assert_allclose(L @ V, D @ V * lam[None, :], atol=1e-8)
+    np.testing.assert_allclose(V.T @ D @ V, np.eye(3), atol=1e-8)
+    assert np.all(np.diff(lam) >= -1e-12)
+
+
+def test_additive_embedding_is_bottom_of_unnormalised_laplacian_and_ignores_diagonal():
+    X, _ = _blobs(40)
+    W, _ = gaussian_affinity(X, n_neighbors=8)
+    E, vals = additive_embedding(W, 3)
+    L = np.diag(W.sum(1)) - W
+    _, lv = eigh(L, subset_by_index=[0, 2])
+    assert np.max(subspace_angles(E, lv)) < 1e-8
+    W2 = W + np.diag(np.linspace(0, 5, len(W)))
+    E2, _ = additive_embedding(W2, 3)
+    assert np.max(subspace_angles(E, E2)) < 1e-8
+    assert np.all(vals <= 1 + 1e-12) and np.all(vals >= -1 - 1e-12)
+
+
+def test_kmeans_labels_and_eigengap():
+    X, y = _blobs(60)
+    labels = kmeans_labels(X, 3, random_state=0)
+    assert labels.dtype == np.int64 and clustering_scores(y, labels)["ari"] == pytest.approx(1.0)
+    assert eigengap_n_clusters([0, 0, 0, 0.9, 0.95, 1.0]) == 3
+
+
+# --------------------------------------------------------------------- metrics
+def test_metrics():
+    y = np.array([0, 0, 1, 1, 2, 2])
+    s = clustering_scores(y, np.array([5, 5, 7, 7, 9, 9]))
+    assert all(v == pytest.approx(1.0) for v in s.values())
+    assert set(s) == {"ari", "nmi", "f_measure", "v_measure", "jaccard"}
+    assert pairwise_f_measure(y, np.arange(6)) == 0.0
+    assert constraint_satisfaction(y, [[0, 1], [0, 2], [2, 3], [4, 0]], [1, 1, -1, -1]) == 0.5
+    assert constraint_satisfaction(y, np.empty((0, 2)), []) is None
