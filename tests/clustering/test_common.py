@@ -1,0 +1,92 @@
+"""One contract over every estimator (scikit-learn shape, errors, cancellation, determinism)."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.datasets import make_blobs
+
+from clustering.exceptions import InvalidInputError
+from workers.registry import METHODS, build, fit_kwargs
+
+X, Y = make_blobs(45, centers=[[0, 0], [6, 6], [-6, 6]], cluster_std=0.6, random_state=2)
+
+FAST = {"cop_rf": {"n_estimators": 20, "filter_repeats": 20}}
+
+
+def _constraints(kind):
+    rng = np.random.default_rng(0)
+    if kind == "pairwise":
+        ml, cl = [], []
+        while len(ml) + len(cl) < 12:
+            i, j = map(int, rng.choice(len(Y), 2, replace=False))
+            (ml if Y[i] == Y[j] else cl).append([i, j])
+        return {"must_link": ml, "cannot_link": cl}
+    if kind == "triplets":
+        trip = []
+        while len(trip) < 15:
+            a, b, c = map(int, rng.choice(len(Y), 3, replace=False))
+            if Y[a] == Y[b] != Y[c]:
+                trip.append([a, b, c, "yes"])
+        return {"triplets": trip}
+    return {}
+
+
+def _case(method, callback=None, random_state=0):
+    spec = METHODS[method]
+    kind = spec.inputs[0] if spec.inputs else None
+    est = build(method, n_clusters=3, params=FAST.get(method, {}), random_state=random_state, callback=callback)
+    return est, fit_kwargs(method, _constraints(kind))
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_fit_returns_self_with_valid_labels(method):
+    est, kw = _case(method)
+    assert est.fit(X, **kw) is est
+    labels = est.labels_
+    assert labels.shape == (len(Y),) and labels.dtype == np.int64
+    assert labels.min() >= 0 and labels.max() < 3
+    clone(est)  # parameters round-trip through get_params
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_deterministic_for_a_seed(method):
+    a, kw = _case(method)
+    b, _ = _case(method)
+    np.testing.assert_array_equal(a.fit(X, **kw).labels_, b.fit(X, **kw).labels_)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_nan_is_a_clear_error(method):
+    est, kw = _case(method)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(InvalidInputError, match=r"X\[3\]\[1\]"):
+        est.fit(bad, **kw)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_callback_exception_cancels_the_fit(method):
+    class Cancelled(Exception):
+        pass
+
+    calls = []
+
+    def callback(stage, fraction):
+        calls.append((stage, fraction))
+        raise Cancelled
+
+    est, kw = _case(method, callback=callback)
+    with pytest.raises(Cancelled):
+        est.fit(X, **kw)
+    assert calls and 0.0 <= calls[0][1] <= 1.0
+
+
+@pytest.mark.parametrize("method", [m for m in sorted(METHODS) if "pairwise" in METHODS[m].inputs
+                                    and m != "cop_kmeans"])
+def test_soft_methods_accept_contradictions(method):
+    est, kw = _case(method)
+    kw["pairs"] = np.vstack([kw["pairs"], kw["pairs"][:1]])
+    kw["pair_kind"] = np.concatenate([kw["pair_kind"], -kw["pair_kind"][:1]])
+    kw["pair_weight"] = np.concatenate([kw["pair_weight"], [1.0]])
+    est.fit(X, **kw)
+    assert est.labels_.shape == (len(Y),)
