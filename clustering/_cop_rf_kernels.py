@@ -42,6 +42,7 @@ GAIN_EPS = 1e-12
 
 POLICY_LITERAL = 0
 POLICY_RELAXED = 1
+POLICY_SEPARATE = 2  # relaxed + pure real nodes holding cannot-links are cut too
 
 SPLIT_STRICT = 0  # valid_strict (CR-6)
 SPLIT_ML_ONLY = 1  # relaxed step 2
@@ -425,8 +426,24 @@ def grow_tree(Zt, y, Xt, e0, e1, kind, pt, root_active, feat_rand, mtry, min_sam
             R += y[idx[k]]
         nsamp[node] = m
         nreal[node] = R
-        if m < min_samples_split or depth[node] >= max_depth or R == 0 or R == m:
+        if m < min_samples_split or depth[node] >= max_depth:
             continue
+        if R == 0 or R == m:
+            # pure node: a leaf, except under POLICY_SEPARATE when it still
+            # holds an active cannot-link (then only the forced cut applies)
+            if policy != POLICY_SEPARATE or R == 0:
+                continue
+            has_cl = False
+            if node == 0:
+                for k in range(root_active.shape[0]):
+                    if kind[root_active[k]] < 0:
+                        has_cl = True
+            else:
+                for k in range(cs, ce):
+                    if kind[cons[k]] < 0:
+                        has_cl = True
+            if not has_cl:
+                continue
         feats = draw_features(perm, feat_rand[searched], mtry)
         searched += 1
         if node == 0:

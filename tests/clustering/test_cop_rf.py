@@ -1,0 +1,328 @@
+"""COP-RF: properties from ``specs/cop_rf.md`` §8 (test oracles)."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from clustering import _cop_rf_kernels as K
+from clustering._cop_rf import COPRF
+from clustering.exceptions import InvalidInputError
+
+
+def _blobs(n=90, k=3, d=4, seed=0, std=0.4):
+    X, y = make_blobs(n_samples=n, centers=k, n_features=d, cluster_std=std, center_box=(-10, 10), random_state=seed)
+    return X, y
+
+
+def _pairs(y, m, rng):
+    n = len(y)
+    pairs = []
+    seen = set()
+    while len(pairs) < m:
+        i, j = (int(v) for v in rng.integers(0, n, 2))
+        if i != j and (min(i, j), max(i, j)) not in seen:
+            seen.add((min(i, j), max(i, j)))
+            pairs.append((i, j))
+    pairs = np.array(pairs)
+    kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    return pairs, kind
+
+
+def _walk(tree, X, e0, e1, kind):
+    """Yield (node, search set, feature, threshold) for every internal node.
+
+    The search set is the root subset at the root and, below, the P^t
+    constraints whose endpoints both reached the node (CR-5)."""
+    feat, thr = tree["feature"], tree["threshold"]
+    left, right = tree["children_left"], tree["children_right"]
+    stack = [(0, np.asarray(tree["constraints"]))]
+    while stack:
+        node, active = stack.pop()
+        f = feat[node]
+        if f < 0:
+            continue
+        search = np.asarray(tree["root_constraints"]) if node == 0 else active
+        yield node, search, f, thr[node]
+        gl = X[e0[active], f] <= thr[node]
+        gr = X[e1[active], f] <= thr[node]
+        stack.append((left[node], active[gl & gr]))
+        stack.append((right[node], active[~gl & ~gr]))
+
+
+# ---------------------------------------------------------------- split search
+def _brute(v_sorted, g, m, lohi, kinds):
+    strict = ml = -1.0
+    ps = pm = -1
+    bc, bcg, pc = 0, -1.0, -1
+    for p in range(m - 1):
+        if g[p] < -0.5:
+            continue
+        sep = [(lo <= v_sorted[p]) and (hi > v_sorted[p]) for lo, hi in lohi]
+        if any(s for s, kd in zip(sep, kinds) if kd > 0):
+            continue
+        if g[p] > K.GAIN_EPS:
+            if g[p] > ml:
+                ml, pm = g[p], p
+            if all(s for s, kd in zip(sep, kinds) if kd < 0) and g[p] > strict:
+                strict, ps = g[p], p
+        ncov = sum(1 for s, kd in zip(sep, kinds) if kd < 0 and s)
+        if ncov > 0 and (ncov > bc or (ncov == bc and g[p] > bcg)):
+            bc, bcg, pc = ncov, g[p], p
+    return ps, pm, pc
+
+
+def test_scan_feature_matches_brute_force():
+    rng = np.random.default_rng(0)
+    for _ in range(300):
+        m = int(rng.integers(3, 25))
+        vals = rng.integers(0, 6, m).astype(float)
+        y = rng.integers(0, 2, m)
+        Zt = vals[None, :]
+        idx = np.arange(m)
+        v = np.empty(m)
+        yr = np.empty(m, dtype=np.int64)
+        g = np.empty(m)
+        R = K._sort_feature(Zt, y, idx, 0, m, 0, v, yr)
+        K._gains(v, yr, m, R, g)
+        nc = int(rng.integers(0, 5))
+        e0 = rng.integers(0, m, nc)
+        e1 = rng.integers(0, m, nc)
+        kind = rng.choice([-1, 1], nc).astype(np.int64)
+        out = np.empty(6)
+        K.scan_feature(v, g, m, 0, Zt, e0, e1, kind, np.arange(nc), 0, nc, True, out)
+        lohi = [(min(vals[a], vals[b]), max(vals[a], vals[b])) for a, b in zip(e0, e1)]
+        ps, pm, pc = _brute(v, g, m, lohi, kind)
+        assert (int(out[1]), int(out[3]), int(out[5])) == (ps, pm, pc)
+
+
+def test_equal_values_cannot_link_blocks_feature_must_link_does_not():
+    Zt = np.array([[0.0, 1.0, 2.0, 3.0]])
+    y = np.array([1, 0, 1, 0])
+    v, yr, g = np.empty(4), np.empty(4, dtype=np.int64), np.empty(4)
+    R = K._sort_feature(Zt, y, np.arange(4), 0, 4, 0, v, yr)
+    K._gains(v, yr, 4, R, g)
+    out = np.empty(6)
+    # cannot-link between two rows with the same value (row 1 with itself)
+    K.scan_feature(v, g, 4, 0, Zt, np.array([1]), np.array([1]), np.array([-1]), np.array([0]), 0, 1, False, out)
+    assert out[1] == -1 and out[3] >= 0
+    K.scan_feature(v, g, 4, 0, Zt, np.array([1]), np.array([1]), np.array([1]), np.array([0]), 0, 1, False, out)
+    assert out[1] >= 0 and out[3] >= 0
+
+
+# ---------------------------------------------------------------- tree structure
+@pytest.mark.parametrize("policy", ["literal", "relaxed"])
+def test_every_split_respects_its_node_constraints(policy):
+    X, y = _blobs(n=60, k=3, d=3, seed=1, std=1.5)
+    pairs, kind = _pairs(y, 30, np.random.default_rng(1))
+    model = COPRF(3, n_estimators=15, cannot_link_policy=policy, keep_trees=True, filter_repeats=50, random_state=0)
+    model.fit(X, pairs=pairs, pair_kind=kind)
+    e0, e1 = model.pairs_[:, 0], model.pairs_[:, 1]
+    kn = model.pair_kind_
+    n_checked = 0
+    for tree in model.trees_:
+        assert len(tree["root_constraints"]) == (
+            int(np.ceil(0.5 * len(tree["constraints"]))) if len(tree["constraints"]) else 0
+        )
+        for node, search, f, th in _walk(tree, X, e0, e1, kn):
+            side0 = X[e0[search], f] <= th
+            side1 = X[e1[search], f] <= th
+            cut = side0 != side1
+            assert not np.any(cut & (kn[search] > 0)), "a must-link was cut"
+            if policy == "literal":
+                assert np.all(cut[kn[search] < 0]), "a cannot-link was not cut"
+            if tree["split_type"][node] != K.SPLIT_FORCED:
+                n_checked += 1
+    assert n_checked > 0
+
+
+def test_literal_leaves_have_no_acceptable_split_or_are_pure():
+    X, y = _blobs(n=40, k=2, d=2, seed=3, std=1.0)
+    pairs, kind = _pairs(y, 12, np.random.default_rng(3))
+    model = COPRF(2, n_estimators=5, cannot_link_policy="literal", keep_trees=True, filter_constraints=False,
+                  random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    for tree in model.trees_:
+        feat = tree["feature"]
+        leaf = feat < 0
+        real = tree["n_node_real"][leaf]
+        total = tree["n_node_samples"][leaf]
+        impure = (real > 0) & (real < total) & (total >= 2)
+        # an impure leaf is allowed only when constraints forbade every split
+        assert impure.sum() == 0 or len(tree["constraints"]) > 0
+
+
+# ---------------------------------------------------------------- affinity
+def test_affinity_symmetric_bounded_zero_diagonal_multiple_of_one_over_T():
+    X, y = _blobs(n=70, seed=2, std=1.0)
+    pairs, kind = _pairs(y, 20, np.random.default_rng(2))
+    T = 30
+    model = COPRF(3, n_estimators=T, filter_repeats=50, keep_leaves=True, random_state=3).fit(
+        X, pairs=pairs, pair_kind=kind
+    )
+    A = model.affinity_matrix_
+    assert isinstance(A, np.ndarray) and A.shape == (70, 70)
+    assert np.array_equal(A, A.T)
+    assert np.all(np.diag(A) == 0) and A.min() >= 0 and A.max() <= 1
+    assert np.allclose(A * T, np.round(A * T))
+    # recomputing A from leaves_ reproduces it exactly (oracle 8)
+    L = model.leaves_
+    B = (L[:, None, :] == L[None, :, :]).mean(axis=2)
+    np.fill_diagonal(B, 0)
+    assert np.allclose(A, B, atol=1e-12)
+    # kNN graph: symmetric, a subset of A with equal values (oracle 9)
+    W = model.knn_graph_
+    assert (W != W.T).nnz == 0
+    r, c = W.nonzero()
+    assert np.allclose(np.asarray(W[r, c]).ravel(), A[r, c])
+    k = model.diagnostics_["n_neighbors"]
+    assert np.all(np.diff(W.indptr) >= np.minimum(k, (A > 0).sum(1)))
+
+
+def test_blockwise_knn_equals_dense_path():
+    X, y = _blobs(n=80, seed=4, std=1.5)
+    pairs, kind = _pairs(y, 15, np.random.default_rng(4))
+    kw = dict(n_estimators=20, filter_repeats=30, random_state=5)
+    dense = COPRF(3, store_affinity="dense", **kw).fit(X, pairs=pairs, pair_kind=kind)
+    block = COPRF(3, store_affinity="none", **kw).fit(X, pairs=pairs, pair_kind=kind)
+    assert (dense.knn_graph_ != block.knn_graph_).nnz == 0
+    assert np.array_equal(dense.labels_, block.labels_)
+
+
+def test_power_of_two_scaling_leaves_affinity_unchanged():
+    X, y = _blobs(n=50, seed=5, std=1.0)
+    pairs, kind = _pairs(y, 10, np.random.default_rng(5))
+    kw = dict(n_estimators=10, filter_repeats=20, random_state=1)
+    a = COPRF(3, **kw).fit(X, pairs=pairs, pair_kind=kind).affinity_matrix_
+    Xs = X * np.array([4.0, 0.5, 1.0, 8.0])
+    b = COPRF(3, **kw).fit(Xs, pairs=pairs, pair_kind=kind).affinity_matrix_
+    assert np.array_equal(a, b)
+
+
+def test_filter_and_policy_irrelevant_without_cannot_links():
+    X, y = _blobs(n=50, seed=6, std=1.0)
+    kw = dict(n_estimators=10, random_state=2)
+    a = COPRF(3, filter_constraints=True, **kw).fit(X).affinity_matrix_
+    b = COPRF(3, filter_constraints=False, **kw).fit(X).affinity_matrix_
+    assert np.array_equal(a, b)
+    ml = np.array([[0, 1], [2, 3], [4, 5]])
+    c = COPRF(3, cannot_link_policy="literal", **kw).fit(X, pairs=ml, pair_kind=[1, 1, 1]).affinity_matrix_
+    d = COPRF(3, cannot_link_policy="relaxed", **kw).fit(X, pairs=ml, pair_kind=[1, 1, 1]).affinity_matrix_
+    assert np.array_equal(c, d)
+
+
+# ---------------------------------------------------------------- quality
+def test_well_separated_blobs_are_recovered():
+    X, y = _blobs(n=90, seed=7, std=0.3)
+    pairs, kind = _pairs(y, 30, np.random.default_rng(7))
+    model = COPRF(3, n_estimators=60, filter_repeats=50, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    assert model.labels_.dtype == np.int64 and set(model.labels_) == {0, 1, 2}
+    # must-links outside the root subset may be cut at the root (CR-14), so
+    # only the filter-free forest keeps every in-bag must-link together
+    unfiltered = COPRF(3, n_estimators=20, filter_constraints=False, random_state=0)
+    assert unfiltered.fit(X, pairs=pairs, pair_kind=kind).diagnostics_["ml_satisfaction"] == 1.0
+
+
+def test_planted_wrong_constraint_scores_below_correct_ones():
+    X, y = _blobs(n=90, k=3, d=4, seed=8, std=0.5)
+    rng = np.random.default_rng(8)
+    pairs, kind = _pairs(y, 30, rng)
+    a = int(np.flatnonzero(y == 0)[0])
+    b = int(np.flatnonzero(y == 1)[0])
+    pairs = np.vstack([pairs, [a, b]])
+    kind = np.append(kind, 1)  # must-link across two far-apart blobs
+    model = COPRF(3, n_estimators=60, filter_repeats=100, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    s = model.constraint_scores_
+    assert s.shape == (31,) and np.isfinite(s[-1])
+    correct = s[:-1][np.isfinite(s[:-1])]
+    assert s[-1] < np.mean(correct)
+    assert s[-1] <= np.quantile(correct, 0.25)
+    assert model.constraint_selection_rate_[-1] < np.nanmean(model.constraint_selection_rate_[:-1])
+    assert np.all(model.constraint_coverage_ > 0)
+
+
+# ---------------------------------------------------------------- robustness
+def test_contradictory_constraints_are_recorded_not_fatal():
+    X, y = _blobs(n=40, seed=9)
+    pairs = np.array([[0, 1], [1, 0], [1, 2], [0, 2], [3, 4], [4, 3], [5, 6]])
+    kind = np.array([1, -1, 1, -1, 1, 1, -1])
+    weight = np.array([1.0, 1.0, 1.0, 1.0, 0.5, 0.5, 1.0])
+    for policy in ("relaxed", "literal"):
+        model = COPRF(3, n_estimators=10, cannot_link_policy=policy, filter_repeats=20, random_state=0)
+        model.fit(X, pairs=pairs, pair_kind=kind, pair_weight=weight)
+        diag = model.diagnostics_
+        json.dumps(diag)
+        assert diag["n_conflicts"] >= 1
+        assert [c["pair"] for c in diag["conflicting_pairs"]] == [[0, 1]]
+        assert diag["conflicting_pairs"][0]["kept"] == "none"
+        # the tied pair is dropped, the duplicated must-link is merged
+        assert np.isnan(model.constraint_scores_[0]) and np.isnan(model.constraint_scores_[1])
+        assert model.constraint_coverage_[4] == model.constraint_coverage_[5]
+        assert len(model.pairs_) == 4
+        assert model.labels_.shape == (40,)
+
+
+def test_cannot_link_between_identical_rows_is_reported():
+    X, y = _blobs(n=30, seed=10)
+    X[1] = X[0]
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])
+    model = COPRF(3, n_estimators=10, filter_repeats=20, random_state=0).fit(X, pairs=pairs, pair_kind=[-1, 1, -1])
+    assert model.diagnostics_["unsatisfiable_cannot_links"] == [0]
+
+
+def test_deterministic_across_n_jobs():
+    X, y = _blobs(n=60, seed=11, std=1.2)
+    pairs, kind = _pairs(y, 20, np.random.default_rng(11))
+    kw = dict(n_estimators=24, filter_repeats=40, random_state=42)
+    a = COPRF(3, n_jobs=1, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    b = COPRF(3, n_jobs=2, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    assert np.array_equal(a.labels_, b.labels_)
+    assert np.array_equal(a.affinity_matrix_, b.affinity_matrix_)
+    assert np.array_equal(a.constraint_scores_, b.constraint_scores_, equal_nan=True)
+    c = COPRF(3, n_jobs=1, **dict(kw, random_state=43)).fit(X, pairs=pairs, pair_kind=kind)
+    assert not np.array_equal(a.affinity_matrix_, c.affinity_matrix_)
+
+
+def test_callback_progress_and_cancellation():
+    X, _ = _blobs(n=30, seed=12)
+    calls = []
+    COPRF(3, n_estimators=8, n_neighbors=10, random_state=0, callback=lambda s, f: calls.append((s, f))).fit(X)
+    assert calls[-1] == ("done", 1.0) and all(0.0 <= f <= 1.0 for _, f in calls)
+
+    class Cancelled(Exception):
+        pass
+
+    def cancel(stage, fraction):
+        if stage == "forest" and fraction > 0:
+            raise Cancelled
+
+    with pytest.raises(Cancelled):
+        COPRF(3, n_estimators=8, random_state=0, callback=cancel).fit(X)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        dict(n_estimators=0),
+        dict(filter_fraction=1.0),
+        dict(cannot_link_policy="nope"),
+        dict(max_features=0),
+        dict(n_neighbors=0),
+        dict(store_affinity="sparse"),
+        dict(n_clusters=1),
+    ],
+)
+def test_bad_parameters_raise(params):
+    X, _ = _blobs(n=20)
+    with pytest.raises(InvalidInputError):
+        COPRF(**{"n_clusters": 2, **params}).fit(X)
+
+
+def test_bad_pairs_raise():
+    X, _ = _blobs(n=20)
+    with pytest.raises(InvalidInputError):
+        COPRF(2, n_estimators=2).fit(X, pairs=[[0, 20]], pair_kind=[1])
+    with pytest.raises(InvalidInputError):
+        COPRF(2, n_estimators=2).fit(X, pairs=[[0, 1]], pair_kind=[2])
