@@ -34,6 +34,8 @@ def _overwrite(W, ml, ml_w, cl, cl_w):
     """
     ml = np.asarray(ml, dtype=np.int64).reshape(-1, 2)
     cl = np.asarray(cl, dtype=np.int64).reshape(-1, 2)
+    ml_w = np.broadcast_to(np.asarray(ml_w, dtype=np.float64), (ml.shape[0],))
+    cl_w = np.broadcast_to(np.asarray(cl_w, dtype=np.float64), (cl.shape[0],))
     if sp.issparse(W):
         W = sp.csr_matrix(W, copy=True)
         for pairs, weight, is_ml in ((ml, ml_w, True), (cl, cl_w, False)):
