@@ -50,12 +50,17 @@ class COPRF(ClusterMixin, BaseEstimator):
         Nodes with fewer training samples become leaves (paper phi = 1).
     max_depth : int or None, default=None
         Maximum tree depth (root = depth 0).
-    cannot_link_policy : {"relaxed", "literal", "strict"}, default="relaxed"
+    cannot_link_policy : {"relaxed", "literal", "strict", "separate"}, default="relaxed"
         "literal" (alias "strict") is the paper's Algorithm 1: a split must
         keep every active must-link together and cut every active
         cannot-link, else the node is a leaf. "relaxed" (spec §4.3) falls
         back to must-link-only validity, then to the must-link-respecting cut
-        that separates the most cannot-links.
+        that separates the most cannot-links. "separate" (our extension) is
+        "relaxed" plus: a pure real-only node that still holds an active
+        cannot-link is split by that last rule instead of becoming a leaf, so
+        in-bag cannot-links end in different leaves whenever a must-link-free
+        axis cut exists. Must-links are never cut by any policy (below the
+        root; see ``filter_constraints``).
     filter_constraints : bool, default=True
         Run the root-node noisy-constraint filter (CR-12..CR-14).
     filter_fraction : float, default=0.5
@@ -597,8 +602,7 @@ def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
             pick = np.argpartition(fk, mtry - 1, axis=1)[:, :mtry] if mtry < d else np.tile(np.arange(d), (f, 1))
             np.put_along_axis(feat_mask, pick, True, axis=1)
         dI = _k.root_filter(Zt, yv, Xt, e0, e1, kind, pt, feat_mask, Q, s["soft"])
-        sums = np.zeros(p)
-        np.add.at(sums, Q.ravel(), np.repeat(dI, q))
+        sums = np.bincount(Q.ravel(), weights=np.repeat(dI, q), minlength=p)
         r = np.bincount(Q.ravel(), minlength=p)
         with np.errstate(invalid="ignore", divide="ignore"):
             scores = np.where(r > 0, sums / np.maximum(r, 1), -np.inf)

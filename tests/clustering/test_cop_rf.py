@@ -270,6 +270,20 @@ def test_cannot_link_between_identical_rows_is_reported():
     pairs = np.array([[0, 1], [2, 3], [4, 5]])
     model = COPRF(3, n_estimators=10, filter_repeats=20, random_state=0).fit(X, pairs=pairs, pair_kind=[-1, 1, -1])
     assert model.diagnostics_["unsatisfiable_cannot_links"] == [0]
+    # no subset holding it has a valid strict root split: score 0 (oracle 12)
+    assert model.constraint_coverage_[0] > 0 and model.constraint_scores_[0] == 0.0
+
+
+def test_relaxed_policies_never_cut_must_links_and_separate_splits_more_cannot_links():
+    X, y = _blobs(n=60, k=3, d=3, seed=13, std=2.0)
+    pairs, kind = _pairs(y, 40, np.random.default_rng(13))
+    diag = {}
+    for policy in ("relaxed", "separate"):
+        model = COPRF(3, n_estimators=10, cannot_link_policy=policy, filter_constraints=False, random_state=0)
+        diag[policy] = model.fit(X, pairs=pairs, pair_kind=kind).diagnostics_
+        assert diag[policy]["ml_satisfaction"] == 1.0
+    assert diag["separate"]["cl_satisfaction"] >= diag["relaxed"]["cl_satisfaction"]
+    assert diag["separate"]["cl_satisfaction"] > 0.9
 
 
 def test_deterministic_across_n_jobs():
