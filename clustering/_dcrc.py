@@ -16,7 +16,6 @@ import warnings
 import numpy as np
 from scipy import sparse
 from scipy.optimize import minimize
-from scipy.special import log_softmax
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
@@ -30,12 +29,20 @@ __all__ = ["DCRC"]
 
 YES, NO, DNK = 1, -1, 0
 _HARD_EPS = 1e-12
+_SCREEN_ITER = 10  # EM iterations every restart gets before the best one is continued
+_RANDOM_INIT_SCALE = 0.01
 _TIE_TOL = 1e-9
 
 
 # --------------------------------------------------------------------------
 # private numeric kernels (no input validation)
 # --------------------------------------------------------------------------
+
+
+def log_softmax(z, axis=1):
+    """Row-wise log-softmax of a 2-D array (faster than scipy's for small K)."""
+    z = z - z.max(axis=axis, keepdims=True)
+    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
 
 
 def _ideal_answer(ya, yb, yc):
@@ -352,6 +359,12 @@ class DCRC(ClusterMixin, BaseEstimator):
         the initial W (last column = bias) in the standardised space.
     n_init_kmeans : int, default=10
         k-means restarts for the initialisation.
+    n_init : int, default=4
+        Number of EM starts: the k-means + logistic start and
+        ``n_init - 1`` starts from small random weights (N(0, 0.01^2)). Each
+        runs 10 EM iterations; the one with the largest lower bound is
+        continued to convergence (the objective is non-concave and bad
+        optima have far lower bounds). Ignored when ``init`` is an array.
     labels_from : {"model", "posterior"}, default="model"
         ``labels_`` as the argmax of ``proba_`` (same rule as ``predict``) or
         of ``posterior_`` (mean-field posteriors on constrained instances).
@@ -451,6 +464,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         max_lbfgs_iter=50,
         init="kmeans",
         n_init_kmeans=10,
+        n_init=4,
         labels_from="model",
         random_state=None,
         callback=None,
@@ -468,6 +482,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         self.max_lbfgs_iter = max_lbfgs_iter
         self.init = init
         self.n_init_kmeans = n_init_kmeans
+        self.n_init = n_init
         self.labels_from = labels_from
         self.random_state = random_state
         self.callback = callback
@@ -486,6 +501,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         "max_lbfgs_iter": [Interval(numbers.Integral, 1, None)],
         "init": [Options("kmeans"), np.ndarray],
         "n_init_kmeans": [Interval(numbers.Integral, 1, None)],
+        "n_init": [Interval(numbers.Integral, 1, None)],
         "labels_from": [Options("model", "posterior")],
         "random_state": [None, numbers.Integral, np.random.RandomState],
     }
@@ -571,23 +587,24 @@ class DCRC(ClusterMixin, BaseEstimator):
         u_idx = np.flatnonzero(u_mask)
         tri_loc = np.searchsorted(c_idx, tri) if M else np.zeros((0, 3), dtype=np.int64)
 
-        # 3. initial W
+        # 3. initial W (one per restart)
         rng = check_random_state(self.random_state)
         if isinstance(self.init, np.ndarray):
-            W = np.asarray(self.init, dtype=np.float64)
-            if W.shape != (K, d + 1) or not np.all(np.isfinite(W)):
+            W0 = np.asarray(self.init, dtype=np.float64)
+            if W0.shape != (K, d + 1) or not np.all(np.isfinite(W0)):
                 raise InvalidInputError(
-                    f"DCRC: init has shape {W.shape}, must be finite with shape "
+                    f"DCRC: init has shape {W0.shape}, must be finite with shape "
                     f"(n_clusters, n_features + 1) = ({K}, {d + 1})",
                     field="init",
                 )
-            W = W.copy()
+            inits = [W0.copy()]
         else:
             with threadpool_limits(limits=1):
-                W = _kmeans_logistic_init(Xs, K, lam, self.n_init_kmeans, rng)
+                inits = [_kmeans_logistic_init(Xs, K, lam, self.n_init_kmeans, rng)]
+            # further starts: small random weights (nearly uniform p), so the
+            # constraints rather than the k-means partition shape the start
+            inits += [rng.normal(scale=_RANDOM_INIT_SCALE, size=(K, d + 1)) for _ in range(self.n_init - 1)]
         report("init", 0.05)
-        lp = log_softmax(Xa @ W.T, axis=1)
-        q = np.exp(lp[c_idx])
 
         # 4. colouring
         plan = _EStepPlan(tri_loc, ans, weight, c_idx.size) if M else None
@@ -595,51 +612,26 @@ class DCRC(ClusterMixin, BaseEstimator):
         def lb(W_, q_):
             return _lower_bound(W_, Xa, c_idx, u_idx, q_, tri_loc, ans, weight, eps, hard, lam, tau, balance)
 
-        bounds, sweeps = [], []
+        # 5. EM from each start for a few iterations; continue the one with the
+        # largest bound to convergence (spec 7.7, restarts are our choice)
         # L-BFGS-B calls BLAS on tiny vectors: a multi-threaded BLAS on a busy
         # machine made each of its iterations ~100x slower, so limit to 1 thread.
         with threadpool_limits(limits=1, user_api="blas"):
-            converged = False
-            prev_lb = None
-            stable = 0
-            prev_args = None
-            n_iter = 0
-            for it in range(1, self.max_iter + 1):
-                n_iter = it
-                # a. E-step (in place on q)
-                if M:
-                    sweeps.append(
-                        _e_step(q, lp[c_idx], plan, log_gamma, hard, self.max_mean_field_iter, self.mean_field_tol)
-                    )
-                    bounds.append(lb(W, q))
-                # b. M-step
-                W_old = W
-                res = minimize(
-                    _neg_objective,
-                    W.ravel(),
-                    args=(Xa, c_idx, q, u_idx, lam, tau, balance, K),
-                    jac=True,
-                    method="L-BFGS-B",
-                    options={"maxiter": self.max_lbfgs_iter, "gtol": 1e-6},
-                )
-                W = res.x.reshape(K, d + 1)
-                lp = log_softmax(Xa @ W.T, axis=1)
-                cur = lb(W, q)
-                bounds.append(cur)
-                report("em", 0.05 + 0.9 * it / self.max_iter)
-                # c. convergence
-                if hard and M:
-                    args = (q.argmax(axis=1), lp.argmax(axis=1))
-                    same = prev_args is not None and all(np.array_equal(a, b) for a, b in zip(args, prev_args))
-                    stable = stable + 1 if same else 0
-                    prev_args = args
-                    if stable >= 2 and np.abs(W - W_old).max() < 1e-6:
-                        converged = True
-                        break
-                elif prev_lb is not None and abs(cur - prev_lb) <= self.tol * max(1.0, abs(prev_lb)):
-                    converged = True
-                    break
-                prev_lb = cur
+            runs = []
+            screen = self.max_iter if len(inits) == 1 else min(_SCREEN_ITER, self.max_iter)
+            for r, W in enumerate(inits):
+                run = self._em_start(W, Xa, c_idx)
+                self._em(run, screen, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb,
+                         lambda f, r=r: report("em", 0.05 + 0.45 * (r + f) / len(inits)))
+                runs.append(run)
+            screen_bounds = [run["bounds"][-1] for run in runs]
+            best = runs[int(np.argmax(screen_bounds))]
+            if not best["converged"] and best["n_iter"] < self.max_iter:
+                self._em(best, self.max_iter, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb,
+                         lambda f: report("em", 0.5 + 0.45 * f))
+        W, q, lp, n_iter, converged = best["W"], best["q"], best["lp"], best["n_iter"], best["converged"]
+        bounds, sweeps = best["bounds"], best["sweeps"]
+        final_bounds = screen_bounds
 
         # 6. outputs
         self.coef_ = W[:, :-1].copy()
@@ -682,11 +674,66 @@ class DCRC(ClusterMixin, BaseEstimator):
             "cluster_sizes": [int(s) for s in sizes],
             "empty_clusters": [int(k) for k in np.flatnonzero(sizes == 0)],
             "triplet_accuracy": acc,
+            "restart_lower_bounds": [float(v) for v in final_bounds],
+            "chosen_restart": int(np.argmax(final_bounds)),
             "conflicts": conflicts,
             "n_conflicts": int(n_conflicts),
         }
         report("done", 1.0, force=True)
         return self
+
+    @staticmethod
+    def _em_start(W, Xa, c_idx):
+        lp = log_softmax(Xa @ W.T, axis=1)
+        return {"W": W, "q": np.exp(lp[c_idx]), "lp": lp, "n_iter": 0, "converged": False,
+                "bounds": [], "sweeps": [], "prev_lb": None, "stable": 0, "prev_args": None}
+
+    def _em(self, run, stop, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb, progress):
+        """Variational EM (spec 4.1 step 5) on the state ``run`` until
+        ``run["n_iter"] == stop`` or convergence; resumable."""
+        W, q, lp = run["W"], run["q"], run["lp"]
+        M = 0 if plan is None else 1
+        K = W.shape[0]
+        first = run["n_iter"]
+        while run["n_iter"] < stop:
+            run["n_iter"] += 1
+            # a. E-step (in place on q)
+            if M:
+                run["sweeps"].append(
+                    _e_step(q, lp[c_idx], plan, log_gamma, hard, self.max_mean_field_iter, self.mean_field_tol)
+                )
+                run["bounds"].append(lb(W, q))
+            # b. M-step
+            W_old = W
+            res = minimize(
+                _neg_objective,
+                W.ravel(),
+                args=(Xa, c_idx, q, u_idx, lam, tau, balance, K),
+                jac=True,
+                method="L-BFGS-B",
+                options={"maxiter": self.max_lbfgs_iter, "gtol": 1e-6},
+            )
+            W = res.x.reshape(W.shape)
+            lp = log_softmax(Xa @ W.T, axis=1)
+            run["W"], run["lp"] = W, lp
+            cur = lb(W, q)
+            run["bounds"].append(cur)
+            progress((run["n_iter"] - first) / max(1, stop - first))
+            # c. convergence
+            if hard and M:
+                args = (q.argmax(axis=1), lp.argmax(axis=1))
+                prev = run["prev_args"]
+                same = prev is not None and all(np.array_equal(a, b) for a, b in zip(args, prev))
+                run["stable"] = run["stable"] + 1 if same else 0
+                run["prev_args"] = args
+                if run["stable"] >= 2 and np.abs(W - W_old).max() < 1e-6:
+                    run["converged"] = True
+                    break
+            elif run["prev_lb"] is not None and abs(cur - run["prev_lb"]) <= self.tol * max(1.0, abs(run["prev_lb"])):
+                run["converged"] = True
+                break
+            run["prev_lb"] = cur
+        return run
 
     # ------------------------------------------------------------------
     def _check_fitted_X(self, X):
