@@ -427,7 +427,7 @@ class COPRF(ClusterMixin, BaseEstimator):
             # Dense eigh on a few thousand rows: one BLAS thread is as fast
             # and avoids OpenBLAS spin-waiting on a busy machine (seen: 2-6 s
             # instead of 0.02 s for n = 351 with other jobs running).
-            with threadpool_limits(limits=1, user_api="blas"):
+            with threadpool_limits(limits=1):
                 Y, info = njw_embedding(W, K, random_state=spec_seed)
         else:
             Y, info = njw_embedding(W, K, random_state=spec_seed)
@@ -438,7 +438,11 @@ class COPRF(ClusterMixin, BaseEstimator):
                 ConstraintWarning,
                 stacklevel=2,
             )
-        self.labels_ = kmeans_labels(Y, K, n_init=int(self.n_init), random_state=spec_seed)
+        if n <= DENSE_AFFINITY_LIMIT:
+            with threadpool_limits(limits=1):
+                self.labels_ = kmeans_labels(Y, K, n_init=int(self.n_init), random_state=spec_seed)
+        else:
+            self.labels_ = kmeans_labels(Y, K, n_init=int(self.n_init), random_state=spec_seed)
         self.n_clusters_ = int(K)
 
         # ---- diagnostics
@@ -590,9 +594,7 @@ def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
     if s["filter"] and p > 0:
         q = int(math.ceil(s["alpha"] * p))
         f = s["repeats"]
-        keys = gc.random((f, p))
-        Q = np.argpartition(keys, q - 1, axis=1)[:, :q] if q < p else np.tile(np.arange(p), (f, 1))
-        Q = np.ascontiguousarray(Q, dtype=np.int64)
+        Q = _k.draw_subsets(gc.random((f, q)), p, q)
         feat_mask = np.zeros((f, d), dtype=bool)
         if s["share"]:
             root_feats = _k.draw_features(np.arange(d), feat_rand[0], mtry)

@@ -77,6 +77,27 @@ def draw_features(perm, r, mtry):
 
 
 @njit(cache=True, nogil=True)
+def draw_subsets(u, p, q):
+    """Row ``r``: ``q`` distinct positions of ``0..p-1`` by a partial
+    Fisher-Yates shuffle driven by the uniforms ``u[r, :q]`` (CR-12)."""
+    f = u.shape[0]
+    Q = np.empty((f, q), dtype=np.int64)
+    perm = np.empty(p, dtype=np.int64)
+    for r in range(f):
+        for i in range(p):
+            perm[i] = i
+        for i in range(q):
+            j = i + int(u[r, i] * (p - i))
+            if j >= p:
+                j = p - 1
+            t = perm[i]
+            perm[i] = perm[j]
+            perm[j] = t
+            Q[r, i] = perm[i]
+    return Q
+
+
+@njit(cache=True, nogil=True)
 def _sort_feature(Zt, y, idx, start, end, f, v, yr):
     """Sorted values ``v[:m]`` of feature ``f`` over the node's rows and the
     matching real/pseudo flags ``yr[:m]``; returns the real count R."""
