@@ -1,0 +1,258 @@
+"""Active pairwise clustering benchmark: URASC (variants, batch mode) vs random queries.
+
+Protocol (``shared/anchors.md`` "Active pairwise", ``specs/urasc.md`` §4.4, §9):
+a simulated oracle answers "same cluster?" from the ground truth, each answer
+flipped independently with probability ``noise`` (its own seeded stream);
+mean ARI and pairwise Jaccard after 10 / 20 / 50 / 100 / 150 / 200 questions,
+K known (``n_clusters`` = number of classes) or unknown (starts at 2), over
+seeded trials, on KEEL iris, wine, ionosphere, segment, wdbc
+(``bench.datasets.load``: constant columns dropped, z-scored). Also the wall
+time of ``suggest_queries`` right after an answer batch (that is what a
+session waits for), and optionally the 20000-row ``letter`` set.
+
+Usage::
+
+    python -m bench.active                       # full matrix (slow: hours on a shared machine)
+    python -m bench.active --datasets iris,wine --trials 2 --budgets 10,20,50,100
+    python -m bench.active --letter-only         # scale check on letter (20000 x 16)
+
+Writes ``bench/results/active.json`` (or ``--out``) after every dataset and prints tables.
+"""
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+from bench.datasets import load
+from clustering._metrics import clustering_scores
+from clustering._urasc import URASC
+
+DATASETS = ["iris", "wine", "ionosphere", "wdbc", "segment"]
+BUDGETS = [10, 20, 50, 100, 150, 200]
+
+METHODS = {
+    "URASC+N": ({}, 1),
+    "URASC+P": ({"step_model": "parametric"}, 1),
+    "URASC-GO": ({"score": "gradient"}, 1),
+    "URASC-NO": ({"score": "entropy"}, 1),
+    "URASC-PO": ({"score": "entropy", "step_model": "parametric"}, 1),
+    "random": ({"strategy": "random"}, 1),
+    "URASC+N/B10": ({}, 10),
+}
+
+# (method, k_mode, noise): the matrix actually run by default.
+CONFIGS = (
+    [(m, "unknown", 0.0) for m in METHODS]
+    + [(m, "known", 0.0) for m in ("URASC+N", "URASC+P", "random", "URASC+N/B10")]
+    + [(m, "unknown", e) for e in (0.02, 0.10) for m in ("URASC+N", "random")]
+    + [("URASC+N", "known", 0.10)]
+)
+
+# anchors.md, active pairwise: COBRAS (K unknown) and best K-known peer, at 10/20/50/100/150/200.
+ANCHORS = {
+    "iris": {"cobras": [.62, .62, .77, .87, .91, .91], "kknown": [.60, .63, .86, 1, 1, 1]},
+    "wine": {"cobras": [.66, .71, .88, .90, .93, .94], "kknown": [.91, .92, .97, 1, 1, None]},
+    "ionosphere": {"cobras": [.12, .23, .54, .58, .63, .68], "kknown": [.17, .17, .19, .24, .33, .46]},
+    "wdbc": {"cobras": [.66, .66, .69, .75, .80, .82], "kknown": [.69, .69, .72, .86, .97, None]},
+    "segment": {"cobras": [.20, .31, .47, .53, .62, .66], "kknown": [.55, .57, .57, .48, .48, .48]},
+}
+
+
+def run_one(X, y, method, k_mode, noise, trial, budgets):
+    """One seeded session; scores at each budget and suggestion wall times."""
+    params, batch = METHODS[method]
+    K = int(np.unique(y).size)
+    est = URASC(n_clusters=K if k_mode == "known" else None, budget=max(budgets), random_state=trial, **params)
+    t0 = time.perf_counter()
+    est.fit(X)
+    init_s = time.perf_counter() - t0
+    rng = np.random.default_rng(10_000 + trial)  # oracle noise: own stream (spec §4.4)
+    targets = sorted(set(budgets))
+    scores = {}
+    times = []
+    if 0 in targets:
+        scores[0] = clustering_scores(y, est.labels_)
+    while True:
+        t = time.perf_counter()
+        qs = est.suggest_queries(batch)
+        times.append(time.perf_counter() - t)
+        if not qs:
+            times.pop()
+            break
+        answers = []
+        for q in qs:
+            same = bool(y[q["i"]] == y[q["j"]])
+            if noise > 0 and rng.random() < noise:
+                same = not same
+            answers.append((q["i"], q["j"], same))
+        est.tell(answers)
+        if est.n_questions_ in targets:
+            est.update()
+            scores[est.n_questions_] = clustering_scores(y, est.labels_)
+    est.update()
+    final = clustering_scores(y, est.labels_)
+    for b in targets:  # ran out of uncertain samples before the budget: the result stays
+        scores.setdefault(b, final)
+    return {
+        "method": method, "k_mode": k_mode, "noise": noise, "trial": trial, "batch": batch,
+        "ari": {str(b): scores[b]["ari"] for b in targets},
+        "jaccard": {str(b): scores[b]["jaccard"] for b in targets},
+        "n_questions": int(est.n_questions_), "n_clusters": int(est.n_clusters_),
+        "n_certain_sets": len(est.certain_sets_), "init_s": init_s,
+        "suggest_s_median": float(np.median(times[1:])) if len(times) > 1 else None,
+        "suggest_s_max": float(np.max(times[1:])) if len(times) > 1 else None,
+        "total_s": time.perf_counter() - t0,
+    }
+
+
+def summarise(runs, budgets):
+    out = {}
+    for r in runs:
+        key = f"{r['dataset']}|{r['method']}|{r['k_mode']}|{r['noise']}"
+        out.setdefault(key, []).append(r)
+    summary = {}
+    for key, rs in out.items():
+        d, m, k, e = key.split("|")
+        summary[key] = {
+            "dataset": d, "method": m, "k_mode": k, "noise": float(e), "n_trials": len(rs),
+            "ari_mean": {str(b): float(np.mean([r["ari"][str(b)] for r in rs])) for b in budgets},
+            "ari_std": {str(b): float(np.std([r["ari"][str(b)] for r in rs])) for b in budgets},
+            "jaccard_mean": {str(b): float(np.mean([r["jaccard"][str(b)] for r in rs])) for b in budgets},
+            "suggest_s_median": float(np.median([r["suggest_s_median"] for r in rs if r["suggest_s_median"]]
+                                                or [np.nan])),
+            "suggest_s_max": float(np.max([r["suggest_s_max"] for r in rs if r["suggest_s_max"]] or [np.nan])),
+        }
+    return summary
+
+
+def print_tables(summary, budgets, file=sys.stdout):
+    groups = sorted({(v["k_mode"], v["noise"]) for v in summary.values()})
+    for k_mode, noise in groups:
+        print(f"\n### ARI (mean over trials), K {k_mode}, noise {noise:.0%}", file=file)
+        print("| dataset | method | trials | " + " | ".join(str(b) for b in budgets) + " |", file=file)
+        print("|---|---|---|" + "---|" * len(budgets), file=file)
+        rows = [v for v in summary.values() if v["k_mode"] == k_mode and v["noise"] == noise]
+        for v in sorted(rows, key=lambda v: (DATASETS.index(v["dataset"]) if v["dataset"] in DATASETS else 99,
+                                             list(METHODS).index(v["method"]))):
+            cells = " | ".join(f"{v['ari_mean'][str(b)]:.2f}" for b in budgets)
+            print(f"| {v['dataset']} | {v['method']} | {v['n_trials']} | {cells} |", file=file)
+        anchor_key = "cobras" if k_mode == "unknown" else "kknown"
+        if noise == 0.0:
+            for d in sorted({v["dataset"] for v in rows}, key=lambda d: DATASETS.index(d)):
+                a = ANCHORS.get(d, {}).get(anchor_key)
+                if a:
+                    cells = " | ".join("–" if a[BUDGETS.index(b)] is None else f"{a[BUDGETS.index(b)]:.2f}"
+                                       for b in budgets if b in BUDGETS)
+                    name = "COBRAS (anchor)" if k_mode == "unknown" else "best K-known peer (anchor)"
+                    print(f"| {d} | {name} | | {cells} |", file=file)
+        print(f"\n### pairwise Jaccard (mean), K {k_mode}, noise {noise:.0%}", file=file)
+        print("| dataset | method | " + " | ".join(str(b) for b in budgets) + " |", file=file)
+        print("|---|---|" + "---|" * len(budgets), file=file)
+        for v in sorted(rows, key=lambda v: (DATASETS.index(v["dataset"]) if v["dataset"] in DATASETS else 99,
+                                             list(METHODS).index(v["method"]))):
+            cells = " | ".join(f"{v['jaccard_mean'][str(b)]:.2f}" for b in budgets)
+            print(f"| {v['dataset']} | {v['method']} | {cells} |", file=file)
+    print("\n### wall time of suggest_queries after an answer batch (s), noise 0, K unknown", file=file)
+    print("| dataset | method | median | max |", file=file)
+    print("|---|---|---|---|", file=file)
+    for v in summary.values():
+        if v["noise"] == 0.0 and v["k_mode"] == "unknown" and v["method"] in ("URASC+N", "URASC+N/B10", "URASC+P"):
+            print(f"| {v['dataset']} | {v['method']} | {v['suggest_s_median']:.3f} | {v['suggest_s_max']:.3f} |",
+                  file=file)
+
+
+def letter_timing(n_batches=5, batch=10, seed=0):
+    """Scale check: letter (20000 x 16, 26 classes), kNN graph, truncated eigenpairs."""
+    X, y = load("letter")
+    t = time.perf_counter()
+    est = URASC(budget=500, random_state=seed).fit(X)
+    init_s = time.perf_counter() - t
+    times = []
+    for _ in range(n_batches):
+        t = time.perf_counter()
+        qs = est.suggest_queries(batch)
+        times.append(time.perf_counter() - t)
+        est.tell([(q["i"], q["j"], bool(y[q["i"]] == y[q["j"]])) for q in qs])
+    est.update()
+    return {"n": int(X.shape[0]), "init_s": init_s, "suggest_s": times, "n_questions": int(est.n_questions_),
+            "n_eig": est.diagnostics_["n_eig"], "graph": est.diagnostics_["graph"],
+            "bridge_edges": est.diagnostics_["n_bridge_edges"],
+            "ari": clustering_scores(y, est.labels_)["ari"]}
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", default=",".join(DATASETS))
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--trial-start", type=int, default=0, help="first trial seed (to split a run)")
+    ap.add_argument("--merge", nargs="+", default=None,
+                    help="only merge these result files into --out and print the tables")
+    ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
+    ap.add_argument("--methods", default=None, help="comma list; default: the CONFIGS matrix")
+    ap.add_argument("--configs", default=None,
+                    help="subset of the matrix: 'main' (noise-free, K unknown + known) or 'noise'")
+    ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
+    ap.add_argument("--letter-only", action="store_true")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "active.json"))
+    args = ap.parse_args(argv)
+    budgets = [int(b) for b in args.budgets.split(",")]
+    if args.merge:
+        runs, letter, metas = [], None, []
+        for path in args.merge:
+            with open(path) as fh:
+                part = json.load(fh)
+            runs += part["runs"]
+            letter = part.get("letter") or letter
+            metas.append(part["meta"])
+        budgets = metas[0]["budgets"]
+        merged = {"meta": {"merged_from": args.merge, "parts": metas, "budgets": budgets},
+                  "runs": runs, "summary": summarise(runs, budgets), "letter": letter}
+        with open(args.out, "w") as fh:
+            json.dump(merged, fh, indent=1)
+        print_tables(merged["summary"], budgets)
+        if letter:
+            print("\nletter:", json.dumps(letter))
+        return
+    configs = list(CONFIGS)
+    if args.methods:
+        keep = set(args.methods.split(","))
+        configs = [c for c in configs if c[0] in keep]
+    if args.configs == "main":
+        configs = [c for c in configs if c[2] == 0.0]
+    elif args.configs == "noise":
+        configs = [c for c in configs if c[2] > 0.0]
+    result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,
+                       "trials": args.trials, "configs": configs, "python": platform.python_version(),
+                       "machine": "2 shared cores, ~6 other agents running (wall times inflated)",
+                       "argv": sys.argv[1:] if argv is None else argv},
+              "runs": [], "summary": {}, "letter": None}
+    os.makedirs(os.path.dirname(args.out), exist_ok=True)
+    if not args.letter_only:
+        for name in args.datasets.split(","):
+            X, y = load(name)
+            for method, k_mode, noise in configs:
+                for trial in range(args.trial_start, args.trial_start + args.trials):
+                    r = run_one(X, y, method, k_mode, noise, trial, budgets)
+                    r["dataset"] = name
+                    result["runs"].append(r)
+                    print(f"{name:10s} {method:12s} K {k_mode:7s} noise {noise:.2f} trial {trial} "
+                          f"ARI@{budgets[-1]} {r['ari'][str(budgets[-1])]:.3f} ({r['total_s']:.1f} s)", flush=True)
+            result["summary"] = summarise(result["runs"], budgets)
+            with open(args.out, "w") as fh:
+                json.dump(result, fh, indent=1)
+        print_tables(result["summary"], budgets)
+    if args.letter or args.letter_only:
+        result["letter"] = letter_timing()
+        print("\nletter:", json.dumps(result["letter"]))
+    result["meta"]["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    with open(args.out, "w") as fh:
+        json.dump(result, fh, indent=1)
+
+
+if __name__ == "__main__":
+    main()
