@@ -142,7 +142,7 @@ def test_lower_bound_never_decreases(blobs):
     X, y = blobs
     t, a = _random_triplets(y, 45, np.random.default_rng(0))
     a[:5] = 0  # some wrong dnk answers too
-    m = DCRC(3, epsilon=0.1, random_state=0, max_iter=30).fit(X, triplets=t, triplet_answer=a)
+    m = DCRC(3, epsilon=0.1, n_init=1, random_state=0, max_iter=30).fit(X, triplets=t, triplet_answer=a)
     lb = np.asarray(m.lower_bound_)
     assert lb.size >= 4
     assert np.all(np.diff(lb) >= -1e-8 * np.abs(lb[:-1]))
@@ -284,8 +284,8 @@ def test_triplets_raise_training_triplet_accuracy():
     for seed in range(5):
         X, y = make_blobs(150, centers=3, cluster_std=3.0, center_box=(-6, 6), random_state=seed)
         t, a = _random_triplets(y, 60, np.random.default_rng(seed))
-        m0 = DCRC(3, random_state=seed).fit(X)
-        m1 = DCRC(3, random_state=seed).fit(X, triplets=t, triplet_answer=a)
+        m0 = DCRC(3, n_init=1, random_state=seed).fit(X)
+        m1 = DCRC(3, n_init=1, random_state=seed).fit(X, triplets=t, triplet_answer=a)
         without.append(np.mean(m0.predict_triplets(X, t, hard=True) == a))
         with_c.append(m1.diagnostics_["triplet_accuracy"])
         assert np.array_equal(m1.predict_triplets(X, t, hard=True) == a, _ideal_answer(*(m1.labels_[t].T)) == a)
@@ -297,6 +297,8 @@ def test_deterministic_for_fixed_random_state(blobs):
     t, a = _random_triplets(y, 30, np.random.default_rng(12))
     m1 = DCRC(3, random_state=42).fit(X, triplets=t, triplet_answer=a)
     m2 = DCRC(3, random_state=42).fit(X, triplets=t, triplet_answer=a)
+    assert len(m1.diagnostics_["restart_lower_bounds"]) == 4
+    assert m1.diagnostics_["chosen_restart"] == int(np.argmax(m1.diagnostics_["restart_lower_bounds"]))
     assert np.array_equal(m1.labels_, m2.labels_)
     assert np.array_equal(m1.proba_, m2.proba_)
     assert m1.lower_bound_ == m2.lower_bound_
@@ -337,7 +339,7 @@ def test_contradictory_triplets_are_reported_not_rejected(blobs):
 def test_no_triplets_and_callback(blobs):
     X, _ = blobs
     calls = []
-    m = DCRC(3, random_state=0, callback=lambda s, f: calls.append((s, f))).fit(X)
+    m = DCRC(3, n_init=2, random_state=0, callback=lambda s, f: calls.append((s, f))).fit(X)
     assert m.triplet_proba_.shape == (0, 3) and m.constrained_index_.size == 0
     assert calls[0][0] == "init" and calls[-1] == ("done", 1.0)
     assert all(0 <= f <= 1 for _, f in calls)
