@@ -371,3 +371,14 @@ def test_invalid_input(blobs, params, fit_kw, field):
     with pytest.raises(InvalidInputError) as exc:
         DCRC(**{"n_clusters": 3, **params}).fit(X, **fit_kw)
     assert exc.value.field == field
+
+
+def test_labels_from_posterior_and_predict_checks(blobs):
+    X, y = blobs
+    t, a = _random_triplets(y, 30, np.random.default_rng(15))
+    m = DCRC(3, n_init=1, labels_from="posterior", random_state=0).fit(X, triplets=t, triplet_answer=a)
+    assert np.array_equal(m.labels_, m.posterior_.argmax(1))
+    u = np.setdiff1d(np.arange(len(X)), m.constrained_index_)
+    np.testing.assert_array_equal(m.posterior_[u], m.proba_[u])
+    with pytest.raises(InvalidInputError):
+        m.predict(X[:, :1])
