@@ -38,7 +38,10 @@ class SpectralParams(_Params):
 
 
 class SpectralLearningParams(_Params):
-    normalization = fields.String(load_default="additive", validate=validate.OneOf(["additive", "rw", "sym"]))
+    normalization = fields.String(load_default="sym", validate=validate.OneOf(["additive", "rw", "sym"]),
+                                  metadata={"description": "sym: NJW on the overwritten affinity; additive: "
+                                                           "Kamvar's normalisation; rw: generalized (URASC)"})
+    affinity = fields.String(load_default="rbf", validate=validate.OneOf(["rbf", "knn"]))
     n_neighbors = _int(1, 1000, 20)
     sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
     closure = fields.Boolean(load_default=False)
