@@ -448,3 +448,26 @@ def test_cop_kmeans_init_shape_checked():
     with pytest.raises(InvalidInputError, match="init") as exc:
         COPKMeans(n_clusters=3, init=np.zeros((2, 2))).fit(X)
     assert exc.value.field == "init"
+
+
+def test_e2cp_sparse_adjust_agrees_with_dense_on_its_pattern():
+    X, y = blobs(n=80, std=1.2, seed=3)
+    pairs, kind = random_constraints(y, 20, 9)
+    dense = E2CP(n_clusters=3, n_neighbors=6, sparse_adjust=False, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    sparse = E2CP(n_clusters=3, n_neighbors=6, sparse_adjust=True, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    Wt, F = sparse.affinity_matrix_, sparse.propagated_constraints_
+    assert sp.issparse(Wt) and sparse.diagnostics_["sparse_adjust"]
+    assert abs(Wt - Wt.T).max() < 1e-15 and Wt.diagonal().max() == 0
+    r, c = F.nonzero()
+    np.testing.assert_allclose(np.asarray(F[r, c]).ravel(), dense.propagated_constraints_[r, c], atol=1e-12)
+    r, c = Wt.nonzero()
+    np.testing.assert_allclose(np.asarray(Wt[r, c]).ravel(), dense.affinity_matrix_[r, c], atol=1e-12)
+    # every kNN edge and every constrained pair is kept; each row gains its strongest positive F*
+    Gd = sparse.graph_.toarray() > 0
+    np.testing.assert_allclose(Wt.toarray()[Gd], dense.affinity_matrix_[Gd], atol=1e-12)
+    assert np.all(np.asarray(F[pairs[:, 0], pairs[:, 1]]).ravel() != 0)
+    i = int(pairs[kind == 1][0, 0])
+    row = dense.propagated_constraints_[i].copy()
+    row[i] = -np.inf
+    assert F[i, int(np.argmax(row))] == pytest.approx(row.max())
+    assert adjusted_rand_score(dense.labels_, sparse.labels_) > 0.9
