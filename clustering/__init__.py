@@ -8,10 +8,23 @@ relative constraints as ``triplets`` (t, 3) and ``triplet_answer`` (t,) in
 {+1 yes, -1 no, 0 don't know}.
 """
 
+from ._cop_rf import COPRF
+from ._dcrc import DCRC
+from ._recon import ReCon
+from ._urasc import URASC
+from .baselines import E2CP, COPKMeans, SpectralClustering, SpectralLearning
 from .exceptions import ConstraintWarning, InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
+    "COPKMeans",
+    "COPRF",
     "ConstraintWarning",
+    "DCRC",
+    "E2CP",
     "InfeasibleConstraintsError",
     "InvalidInputError",
+    "ReCon",
+    "SpectralClustering",
+    "SpectralLearning",
+    "URASC",
 ]
