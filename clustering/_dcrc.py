@@ -25,7 +25,7 @@ from ._params import Interval, Options, validate_params
 from .exceptions import ConstraintWarning, InvalidInputError
 from .validation import check_data, check_n_clusters, check_triplets, check_weights
 
-__all__ = ["DCRC"]
+__all__ = ["DCRC", "select_dcrc_params"]
 
 YES, NO, DNK = 1, -1, 0
 _HARD_EPS = 1e-12
@@ -794,3 +794,71 @@ class DCRC(ClusterMixin, BaseEstimator):
             lab = p.argmax(axis=1)
             return _ideal_answer(lab[tri[:, 0]], lab[tri[:, 1]], lab[tri[:, 2]])
         return _answer_proba(p[tri[:, 0]], p[tri[:, 1]], p[tri[:, 2]])
+
+
+def select_dcrc_params(
+    X,
+    triplets,
+    triplet_answer,
+    *,
+    n_clusters,
+    l2_penalties=(1e-4, 1e-3, 1e-2, 1e-1, 1.0),
+    entropy_weights=(0.01, 0.1, 1.0, 10.0),
+    n_folds=5,
+    random_state=None,
+    **params,
+):
+    """Choose ``l2_penalty`` and ``entropy_weight`` by cross-validation over
+    the triplets (the paper's protocol, spec 4.5).
+
+    For every grid point, fit :class:`DCRC` on ``n_folds - 1`` folds of the
+    triplets (all of X) and score the hard DC-17 answers on the held-out
+    fold; return the pair with the best mean accuracy.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features)
+    triplets : array-like of shape (n_triplets, 3)
+    triplet_answer : array-like of shape (n_triplets,)
+        +1 yes, -1 no, 0 don't know.
+    n_clusters : int
+    l2_penalties, entropy_weights : sequence of float
+        The grids (the paper's grids were lost; these are our choice).
+    n_folds : int, default=5
+    random_state : int or None
+        Seeds the fold split and every fit.
+    **params
+        Other :class:`DCRC` parameters, fixed.
+
+    Returns
+    -------
+    best : dict
+        ``{"l2_penalty": float, "entropy_weight": float, "accuracy": float,
+        "scores": [{"l2_penalty", "entropy_weight", "accuracy"}, ...]}``.
+
+    Raises
+    ------
+    InvalidInputError
+        Malformed input, or fewer triplets than folds.
+    """
+    from sklearn.model_selection import KFold
+
+    X = check_data(X)
+    tri, ans = check_triplets(triplets, X.shape[0], triplet_answer)
+    if not 2 <= n_folds <= tri.shape[0]:
+        raise InvalidInputError(
+            f"n_folds == {n_folds}, must be >= 2 and <= the number of triplets ({tri.shape[0]})", field="n_folds"
+        )
+    seed = check_random_state(random_state).randint(np.iinfo(np.int32).max)
+    folds = list(KFold(n_folds, shuffle=True, random_state=seed).split(tri))
+    scores = []
+    for lam in l2_penalties:
+        for tau in entropy_weights:
+            acc = []
+            for train, test in folds:
+                model = DCRC(n_clusters, l2_penalty=lam, entropy_weight=tau, random_state=seed, **params)
+                model.fit(X, triplets=tri[train], triplet_answer=ans[train])
+                acc.append(float(np.mean(model.predict_triplets(X, tri[test], hard=True) == ans[test])))
+            scores.append({"l2_penalty": float(lam), "entropy_weight": float(tau), "accuracy": float(np.mean(acc))})
+    best = max(scores, key=lambda r: r["accuracy"])
+    return {**best, "scores": scores}

@@ -382,3 +382,17 @@ def test_labels_from_posterior_and_predict_checks(blobs):
     np.testing.assert_array_equal(m.posterior_[u], m.proba_[u])
     with pytest.raises(InvalidInputError):
         m.predict(X[:, :1])
+
+
+def test_select_params_by_triplet_cross_validation(blobs):
+    from clustering._dcrc import select_dcrc_params
+
+    X, y = blobs
+    t, a = _random_triplets(y, 40, np.random.default_rng(16))
+    res = select_dcrc_params(X, t, a, n_clusters=3, l2_penalties=(0.01, 1.0), entropy_weights=(1.0,),
+                             n_folds=2, random_state=0, n_init=1, max_iter=10)
+    assert len(res["scores"]) == 2
+    assert res["accuracy"] == max(r["accuracy"] for r in res["scores"])
+    assert 0 <= res["accuracy"] <= 1
+    with pytest.raises(InvalidInputError):
+        select_dcrc_params(X, t[:1], a[:1], n_clusters=3, n_folds=2)
