@@ -340,3 +340,15 @@ def test_bad_pairs_raise():
         COPRF(2, n_estimators=2).fit(X, pairs=[[0, 20]], pair_kind=[1])
     with pytest.raises(InvalidInputError):
         COPRF(2, n_estimators=2).fit(X, pairs=[[0, 1]], pair_kind=[2])
+
+
+def test_constant_data_warns_instead_of_failing():
+    from clustering.exceptions import ConstraintWarning
+
+    X = np.ones((12, 3))
+    with pytest.warns(ConstraintWarning):
+        model = COPRF(2, n_estimators=5, random_state=0).fit(X, pairs=[[0, 1]], pair_kind=[-1])
+    assert model.diagnostics_["degenerate_forest"] is True
+    assert model.diagnostics_["root_leaf_fraction"] == 1.0
+    assert model.labels_.shape == (12,) and set(model.labels_) <= {0, 1}
+    assert np.all(model.affinity_matrix_[~np.eye(12, dtype=bool)] == 1.0)
