@@ -1,0 +1,690 @@
+"""CCSKL: Constrained Clustering by Spectral Kernel Learning (Li and Liu, ICCV 2009).
+
+Implements ``specs/ccskl.md``: a kernel ``K = F diag(beta) F^T`` whose
+eigenvectors ``F`` are the ``m`` smoothest eigenvectors of the normalised
+Laplacian of a sparse Gaussian kNN graph and whose eigenvalues ``beta`` are
+fitted, under the ordering ``beta_1 >= ... >= beta_m >= 0``, so that ``K`` is
+as close as possible to the ideal kernel on the constrained pairs. The convex
+QP (Eqs. 9-16 of the paper) is solved exactly as a non-negative least-squares
+problem in the increments ``delta`` (``beta = U delta``, spec C11); the rows
+of ``F diag(beta)^{1/2}`` are then clustered with k-means (C12).
+"""
+
+import numbers
+import time
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear, nnls
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.neighbors import NearestNeighbors
+from sklearn.utils import check_random_state
+
+from ._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
+from ._graph import degrees, knn_gaussian_graph, normalized_adjacency
+from ._params import Interval, Options, validate_params
+from ._spectral import kmeans_labels, top_eigenvectors
+from .exceptions import ConstraintWarning, InvalidInputError
+from .validation import check_data, check_n_clusters
+
+__all__ = ["CCSKL"]
+
+# Above this many rows of the least-squares system (C11) the NNLS is solved on
+# the m x m Cholesky factor of G^T G instead of the tall G (spec §6).
+_MAX_TALL_ROWS = 1_000_000
+# Transitive closure (closure=True) is skipped, with a warning, above this many
+# derived pairs (spec §7.9).
+_MAX_CLOSURE_PAIRS = 2_000_000
+_CHUNK_ROWS = 200_000
+# Eigen-solver dispatch by n (see _laplacian_eigenpairs).
+_DENSE_EIGH_MAX = 1000
+_SHIFT_INVERT_MAX = 12000
+
+
+# --------------------------------------------------------------------------
+# Private numeric kernels (inputs assumed valid)
+# --------------------------------------------------------------------------
+
+
+def _connect_components(X, W):
+    """Join the components of a kNN graph by nearest inter-component edges.
+
+    Boruvka rounds: every component is linked to its nearest point outside it
+    (Euclidean), until one component remains; the result is a minimum
+    spanning forest of the components' nearest-pair distances (spec §7.1
+    [choice]). The new edge weight is the Gaussian of its length with the
+    graph's ``sigma`` (passed via ``W``'s caller), floored at the weakest
+    existing edge so it never underflows to zero.
+
+    Returns
+    -------
+    edges : list of (int, int, float)
+        ``(i, j, distance)`` of the added edges.
+    n_components : int
+        Components before connecting.
+    """
+    n = X.shape[0]
+    n_comp0, lab = connected_components(W, directed=False)
+    n_comp = n_comp0
+    edges = []
+    extra_i, extra_j = [], []
+    while n_comp > 1:
+        best = {}
+        for c in range(n_comp):
+            inside = np.flatnonzero(lab == c)
+            outside = np.flatnonzero(lab != c)
+            nn = NearestNeighbors(n_neighbors=1).fit(X[outside])
+            dist, j = nn.kneighbors(X[inside])
+            a = int(np.argmin(dist[:, 0]))
+            i0, j0 = int(inside[a]), int(outside[j[a, 0]])
+            best[c] = (min(i0, j0), max(i0, j0), float(dist[a, 0]))
+        for e in sorted(set(best.values())):
+            edges.append(e)
+            extra_i.append(e[0])
+            extra_j.append(e[1])
+        E = sp.csr_matrix((np.ones(len(extra_i)), (extra_i, extra_j)), shape=(n, n))
+        n_comp, lab = connected_components(W + E, directed=False)
+    return edges, int(n_comp0)
+
+
+def _add_edges(W, edges, sigma):
+    """Symmetric CSR ``W`` plus Gaussian-weighted ``edges`` (floored, see above)."""
+    if not edges:
+        return W
+    n = W.shape[0]
+    i = np.array([e[0] for e in edges], dtype=np.int64)
+    j = np.array([e[1] for e in edges], dtype=np.int64)
+    d = np.array([e[2] for e in edges])
+    floor = float(W.data[W.data > 0].min()) if W.nnz else 1.0
+    w = np.maximum(np.exp(-(d**2) / (2.0 * sigma * sigma)), floor)
+    E = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
+    return sp.csr_matrix(W.maximum(E))
+
+
+def _fix_signs(vecs):
+    """Largest-magnitude entry of each column positive (as ``top_eigenvectors``)."""
+    idx = np.argmax(np.abs(vecs), axis=0)
+    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
+    signs[signs == 0] = 1.0
+    return vecs * signs
+
+
+def _laplacian_eigenpairs(W, m, random_state):
+    """The ``m`` smallest eigenpairs of ``L = I - D^{-1/2} W D^{-1/2}`` (C2, C3).
+
+    Solver by size (spec §6.1): n <= 1000, dense ``eigh`` through
+    :func:`clustering._spectral.top_eigenvectors`; n <= 12000, ARPACK
+    shift-invert on the sparse L with shift -1e-3 (L + 1e-3 I is positive
+    definite, and shift-invert resolves the near-repeated eigenvalues of
+    nearly disconnected groups that plain Lanczos misses); above that,
+    ``eigsh(S, which="LA")`` on ``S = D^{-1/2} W D^{-1/2}`` via
+    ``top_eigenvectors`` (no factorisation, O(nnz m) memory). Never a dense
+    n x n matrix above n = 1000.
+
+    Returns
+    -------
+    eigenvalues : ndarray of shape (m,), ascending lambda
+    F : ndarray of shape (n, m), orthonormal columns
+    isolated : ndarray of shape (n,), bool
+    solver : str
+    """
+    S, isolated = normalized_adjacency(W)
+    n = S.shape[0]
+    if n <= _DENSE_EIGH_MAX or m >= n - 1:
+        mu, F = top_eigenvectors(S.toarray(), m, random_state=random_state)
+        return 1.0 - mu, np.ascontiguousarray(F), isolated, "eigh"
+    if n <= _SHIFT_INVERT_MAX:
+        L = (sp.identity(n, format="csr") - S).tocsc()
+        v0 = check_random_state(random_state).uniform(-1.0, 1.0, n)
+        try:
+            lam, F = eigsh(L, k=m, sigma=-1e-3, which="LM", v0=v0, tol=1e-12)
+        except (ArpackNoConvergence, RuntimeError):
+            lam = None
+        if lam is not None:
+            order = np.argsort(lam)
+            return lam[order], np.ascontiguousarray(_fix_signs(F[:, order])), isolated, "eigsh-shift-invert"
+    mu, F = top_eigenvectors(S, m, random_state=random_state)
+    return 1.0 - mu, np.ascontiguousarray(F), isolated, "eigsh-LA"
+
+
+def _target_rows(n, pairs, kind, weight, pair_convention="ordered"):
+    """Index pairs, targets and weights of the target set S (C7, C8).
+
+    Each off-diagonal constraint appears once, with weight ``sqrt(2) c_ij``
+    in the ordered convention (Eq. 8 counts (i, j) and (j, i), whose rows of
+    the least-squares system are identical) and ``c_ij`` in the unordered
+    one (Eq. 7). Diagonal targets (i, i, 1) have weight 1.
+
+    Returns
+    -------
+    I, J : ndarray of shape (n + p,), int64
+    t : ndarray of shape (n + p,), float64
+        1 for the diagonal and must-links, 0 for cannot-links.
+    c : ndarray of shape (n + p,), float64
+    """
+    diag = np.arange(n, dtype=np.int64)
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    kind = np.asarray(kind).ravel()
+    scale = np.sqrt(2.0) if pair_convention == "ordered" else 1.0
+    I = np.concatenate([diag, pairs[:, 0]])
+    J = np.concatenate([diag, pairs[:, 1]])
+    t = np.concatenate([np.ones(n), (kind == MUST_LINK).astype(np.float64)])
+    c = np.concatenate([np.ones(n), scale * np.asarray(weight, dtype=np.float64).ravel()])
+    return I, J, t, c
+
+
+def _design_rows(F, I, J, t, c):
+    """Rows of the NNLS system (C11): ``G = c * cumsum(F[I] * F[J])``, ``h = c t``."""
+    G = np.cumsum(F[I] * F[J], axis=1)
+    G *= c[:, None]
+    return G, c * t
+
+
+def _qp_terms(F, I, J, t, c):
+    """``A``, ``b``, ``c0`` of the QP (C9): ``L(beta) = 1/2 b^T A b + b^T beta + c0``."""
+    Y = F[I] * F[J]
+    c2 = c * c
+    A = 2.0 * (Y * c2[:, None]).T @ Y
+    b = -2.0 * Y.T @ (c2 * t)
+    c0 = float(np.sum(c2 * t * t))
+    return A, b, c0
+
+
+def _beta_from_delta(delta):
+    """``beta = U delta``: reverse cumulative sum (C11)."""
+    return np.cumsum(delta[::-1])[::-1].copy()
+
+
+def _nnls_dense(G, h, solver):
+    """NNLS on a modest system; columns rescaled to unit norm first.
+
+    Column scaling by positive factors maps ``delta >= 0`` onto itself, so the
+    minimiser is unchanged; it only evens out the O(1/n) entries of ``G``.
+    """
+    norms = np.linalg.norm(G, axis=0)
+    norms[norms == 0] = 1.0
+    Gs = G / norms
+    x = None
+    if solver == "nnls":
+        try:
+            x, _ = nnls(Gs, h, maxiter=50 * G.shape[1])
+        except RuntimeError:  # iteration cap: fall through to BVLS
+            x = None
+    if x is None:
+        res = lsq_linear(Gs, h, bounds=(0.0, np.inf), method="bvls", tol=1e-14)
+        x = np.maximum(res.x, 0.0)
+    return x / norms
+
+
+def _solve_delta(F, I, J, t, c, solver="nnls"):
+    """Minimise ``||G delta - h||^2`` over ``delta >= 0`` (C11).
+
+    For at most ``_MAX_TALL_ROWS`` rows the tall system is solved directly;
+    otherwise ``G^T G`` and ``G^T h`` are accumulated in chunks and the NNLS is
+    solved on the Cholesky factor ``R`` (``G^T G = R^T R``, plus a tiny ridge
+    ``1e-12 trace / m`` when it is singular; spec §6, §7.3).
+
+    Returns
+    -------
+    delta : ndarray of shape (m,), >= 0
+    reduced : bool
+        Whether the m x m reduction was used.
+    """
+    rows = I.shape[0]
+    if rows <= _MAX_TALL_ROWS:
+        G, h = _design_rows(F, I, J, t, c)
+        return _nnls_dense(G, h, solver), False
+    m = F.shape[1]
+    GtG = np.zeros((m, m))
+    Gth = np.zeros(m)
+    for s in range(0, rows, _CHUNK_ROWS):
+        sl = slice(s, s + _CHUNK_ROWS)
+        G, h = _design_rows(F, I[sl], J[sl], t[sl], c[sl])
+        GtG += G.T @ G
+        Gth += G.T @ h
+    ridge = 0.0
+    while True:
+        try:
+            R = np.linalg.cholesky(GtG + ridge * np.eye(m)).T
+            break
+        except np.linalg.LinAlgError:
+            ridge = max(ridge * 10.0, 1e-12 * np.trace(GtG) / m + 1e-300)
+    y = np.linalg.solve(R.T, Gth)
+    return _nnls_dense(R, y, solver), True
+
+
+def _objective(F, beta, I, J, t, c):
+    """``sum c^2 (k_ij - t_ij)^2`` over the rows of S, summed directly (C8)."""
+    k = np.einsum("ij,ij->i", F[I] * beta, F[J])
+    return float(np.sum((c * (k - t)) ** 2))
+
+
+# --------------------------------------------------------------------------
+# Public estimator
+# --------------------------------------------------------------------------
+
+
+class CCSKL(ClusterMixin, BaseEstimator):
+    """Constrained Clustering by Spectral Kernel Learning.
+
+    Learns the eigenvalues ``beta`` of a spectral kernel ``K = F diag(beta) F^T``
+    built on the ``m`` smoothest eigenvectors of the normalised graph Laplacian
+    so that ``K`` matches the ideal kernel (1 on the diagonal and on must-links,
+    0 on cannot-links) in least squares, under ``beta_1 >= ... >= beta_m >= 0``;
+    then runs k-means on the rows of ``F diag(beta)^{1/2}``. Constraints are
+    soft: contradictory constraints are fitted as a least-squares compromise
+    and reported, never rejected.
+
+    Parameters
+    ----------
+    n_clusters : int, default=2
+        K, the number of clusters of the final k-means; ``2 <= K <= n``.
+    n_components : int, default=20
+        m, the number of Laplacian eigenvectors. The value used is
+        ``min(max(n_components, n_clusters), n_samples - 1)`` (spec §7.8),
+        recorded in ``diagnostics_["n_components"]``.
+    n_neighbors : int, default=20
+        k of the kNN graph (union rule); clipped to ``n_samples - 1``.
+    sigma : "auto" or float, default="auto"
+        Gaussian width of the graph weights; "auto" is r, the mean distance to
+        the ``n_neighbors``-th nearest neighbour (C1). Ignored with
+        ``affinity="precomputed"``.
+    affinity : {"knn", "precomputed"}, default="knn"
+        "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
+        (dense or sparse); its diagonal is ignored.
+    connect_graph : bool, default=True
+        Join the components of a disconnected kNN graph with the shortest
+        inter-component edges (spec §7.1); otherwise warn. With
+        ``affinity="precomputed"`` a disconnected graph only warns.
+    pair_convention : {"ordered", "unordered"}, default="ordered"
+        "ordered" counts each off-diagonal constraint twice as in Eq. (8);
+        "unordered" once as in Eq. (7).
+    closure : bool, default=False
+        Add the transitive closure of the constraints (derived pairs get weight
+        1). Cannot-links inside a must-link component are kept as given and
+        reported; the closure is skipped with a warning above 2e6 pairs.
+    drop_trivial_in_kmeans : bool, default=False
+        Leave the first (degree-following) column out of the k-means input
+        (spec §7.10); the kernel is unchanged.
+    solver : {"nnls", "bvls"}, default="nnls"
+        Lawson-Hanson NNLS (``scipy.optimize.nnls``) or bounded-variable least
+        squares (``scipy.optimize.lsq_linear(method="bvls")``) on the system
+        C11; both are exact active-set methods.
+    n_init : int, default=10
+        k-means restarts (best inertia kept).
+    max_dense_kernel : int, default=5000
+        Store the dense ``kernel_matrix_`` only when ``n_samples`` is at most this.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the eigen-solver start vector and k-means.
+    callback : callable or None, default=None
+        ``callback(stage, fraction)`` after each stage ("graph", "eigen",
+        "qp", "kmeans", "done"); exceptions it raises propagate (cancel).
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), int64
+        Cluster of each sample, in ``[0, n_clusters)``.
+    n_clusters_ : int
+    beta_ : ndarray of shape (m,), float64
+        Learned kernel eigenvalues, non-increasing and non-negative.
+    eigenvalues_ : ndarray of shape (m,), float64
+        The m smallest eigenvalues of the normalised Laplacian, ascending.
+    eigenvectors_ : ndarray of shape (n_samples, m), float64
+        F, orthonormal columns (sign fixed: largest-magnitude entry positive).
+    embedding_ : ndarray of shape (n_samples, m), float64
+        ``F diag(beta)^{1/2}``; its rows are what k-means clusters.
+    objective_ : float
+        Value of Eq. (C8) at ``beta_`` (constant included) in the chosen
+        ``pair_convention``.
+    kernel_matrix_ : ndarray of shape (n_samples, n_samples) float64, or None
+        ``F diag(beta) F^T`` when ``n_samples <= max_dense_kernel``; use
+        :meth:`kernel` otherwise.
+    affinity_matrix_ : csr_matrix of shape (n_samples, n_samples)
+        The graph W actually used (after connecting components).
+    sigma_ : float or None
+        Gaussian width used (None with a precomputed affinity).
+    diagnostics_ : dict
+        JSON-serialisable: graph components and added edges, isolated
+        samples, constraint counts (given, merged duplicates, used), conflicts,
+        same pair given as both kinds, QP residual, active ordering
+        constraints, ``beta_1 / beta_2``, rank deficiency, timings.
+
+    Raises
+    ------
+    InvalidInputError
+        Invalid parameters, data, constraints or precomputed affinity.
+
+    Notes
+    -----
+    Li and Liu (2009), Eqs. (1)-(16) and Algorithm 1, as restated in
+    ``specs/ccskl.md``: graph C1, Laplacian C2 (Eq. 1), eigenpairs C3 (Eq. 2),
+    kernel family C5 (Eqs. 5, 10), target set C7 (Eqs. 6-7), weighted loss C8
+    (Eqs. 8, 12, weights replace ``c_ij`` so they enter squared), QP C9-C10
+    (Eqs. 13-16), solved exactly by the NNLS reparameterisation C11
+    ``beta_k = sum_{l >= k} delta_l``, ``delta >= 0``; clustering C12 (§4.5).
+    The paper's ``quadprog`` is replaced by NNLS (same minimiser). The QP
+    matrix A is only positive *semi*-definite (C10 note), so ``beta`` may be
+    non-unique while the fitted kernel values on S are unique. Memory is
+    O(n (k + m)); the dense kernel is only materialised for small n.
+
+    References
+    ----------
+    .. [1] Z. Li and J. Liu, "Constrained Clustering by Spectral Kernel
+       Learning", ICCV 2009, pp. 421-427.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from clustering._ccskl import CCSKL
+    >>> X = np.array([[0.0, 0.0], [0.1, 0.0], [0.0, 0.1],
+    ...               [5.0, 5.0], [5.1, 5.0], [5.0, 5.1]])
+    >>> est = CCSKL(n_clusters=2, n_neighbors=2, random_state=0)
+    >>> est = est.fit(X, pairs=[[0, 1], [3, 4], [0, 3]], pair_kind=[1, 1, -1])
+    >>> bool(est.labels_[0] == est.labels_[2] != est.labels_[3] == est.labels_[5])
+    True
+    >>> bool(np.all(np.diff(est.beta_) <= 1e-12))
+    True
+    """
+
+    def __init__(
+        self,
+        n_clusters=2,
+        *,
+        n_components=20,
+        n_neighbors=20,
+        sigma="auto",
+        affinity="knn",
+        connect_graph=True,
+        pair_convention="ordered",
+        closure=False,
+        drop_trivial_in_kmeans=False,
+        solver="nnls",
+        n_init=10,
+        max_dense_kernel=5000,
+        random_state=None,
+        callback=None,
+    ):
+        self.n_clusters = n_clusters
+        self.n_components = n_components
+        self.n_neighbors = n_neighbors
+        self.sigma = sigma
+        self.affinity = affinity
+        self.connect_graph = connect_graph
+        self.pair_convention = pair_convention
+        self.closure = closure
+        self.drop_trivial_in_kmeans = drop_trivial_in_kmeans
+        self.solver = solver
+        self.n_init = n_init
+        self.max_dense_kernel = max_dense_kernel
+        self.random_state = random_state
+        self.callback = callback
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 2, None)],
+        "n_components": [Interval(numbers.Integral, 1, None)],
+        "n_neighbors": [Interval(numbers.Integral, 1, None)],
+        "sigma": [Options("auto"), Interval(numbers.Real, 0, None, closed="neither")],
+        "affinity": [Options("knn", "precomputed")],
+        "connect_graph": [bool],
+        "pair_convention": [Options("ordered", "unordered")],
+        "closure": [bool],
+        "drop_trivial_in_kmeans": [bool],
+        "solver": [Options("nnls", "bvls")],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "max_dense_kernel": [Interval(numbers.Integral, 0, None)],
+    }
+
+    # -- helpers -----------------------------------------------------------
+
+    def _progress(self, stage, fraction):
+        if self.callback is not None:
+            self.callback(stage, float(fraction))
+
+    def _check_affinity(self, X):
+        """Validate a precomputed affinity; returns symmetric CSR, zero diagonal."""
+        if sp.issparse(X):
+            W = sp.csr_matrix(X, dtype=np.float64)
+            if W.ndim != 2 or W.shape[0] != W.shape[1]:
+                raise InvalidInputError(f"a precomputed affinity must be square, got {W.shape}", field="X")
+            if not np.all(np.isfinite(W.data)):
+                raise InvalidInputError("the precomputed affinity has NaN or infinite entries", field="X")
+        else:
+            A = check_data(X)
+            if A.shape[0] != A.shape[1]:
+                raise InvalidInputError(f"a precomputed affinity must be square, got {A.shape}", field="X")
+            W = sp.csr_matrix(A)
+        if W.nnz and W.data.min() < 0:
+            raise InvalidInputError("the precomputed affinity has negative entries", field="X")
+        asym = abs(W - W.T)
+        scale = abs(W).max() if W.nnz else 1.0
+        if asym.nnz and asym.max() > 1e-10 * max(scale, 1.0):
+            raise InvalidInputError("the precomputed affinity is not symmetric", field="X")
+        W = sp.csr_matrix((W + W.T) * 0.5)
+        W.setdiag(0.0)
+        W.eliminate_zeros()
+        return W
+
+    def _constraint_rows(self, pc, n):
+        """Deduplicated (and optionally closed) pairs, kinds and weights + report."""
+        info = {"n_constraints_given": len(pc)}
+        conflicts, n_conflicts = pc.conflicts()
+        info["conflicts"] = conflicts
+        info["n_conflicts"] = int(n_conflicts)
+        if len(pc) == 0:
+            info.update(n_duplicates_merged=0, same_pair_both_kinds=[], n_constraints_used=0)
+            return np.empty((0, 2), np.int64), np.empty(0, np.int8), np.empty(0), info
+        pairs, kind, weight, _ = pc.unique()
+        info["n_duplicates_merged"] = int(len(pc) - len(pairs))
+        # Same unordered pair given as both kinds: both rows are kept, the
+        # least-squares fit settles between them (weights decide).
+        key = pairs[:, 0] * n + pairs[:, 1]
+        ml_keys = set(key[kind == MUST_LINK].tolist())
+        both = sorted(k for k in set(key[kind == CANNOT_LINK].tolist()) if k in ml_keys)
+        info["same_pair_both_kinds"] = [[int(k // n), int(k % n)] for k in both[:100]]
+        info["n_same_pair_both_kinds"] = len(both)
+        if self.closure:
+            pairs, kind, weight, info["closure"] = self._closure(pairs, kind, weight, n)
+        info["n_constraints_used"] = int(len(pairs))
+        return pairs, kind, weight, info
+
+    def _closure(self, pairs, kind, weight, n):
+        ml = pairs[kind == MUST_LINK]
+        cl = pairs[kind == CANNOT_LINK]
+        from ._constraints import must_link_components
+
+        _, comp = must_link_components(ml, n)
+        sizes = np.bincount(comp)
+        n_ml = int(np.sum(sizes * (sizes - 1) // 2))
+        if n_ml + len(cl) * int(sizes.max()) ** 2 > _MAX_CLOSURE_PAIRS:
+            warnings.warn(
+                f"the transitive closure would add more than {_MAX_CLOSURE_PAIRS} pairs; "
+                "closure skipped, constraints used as given",
+                ConstraintWarning,
+                stacklevel=4,
+            )
+            return pairs, kind, weight, {"applied": False, "reason": "too many derived pairs"}
+        ml_c, cl_c = transitive_closure(ml, cl, n)
+        all_pairs = np.concatenate([pairs, ml_c, cl_c])
+        all_kind = np.concatenate(
+            [kind, np.full(len(ml_c), MUST_LINK, np.int8), np.full(len(cl_c), CANNOT_LINK, np.int8)]
+        )
+        all_w = np.concatenate([weight, np.ones(len(ml_c) + len(cl_c))])
+        # Derived pairs that repeat a given one keep the given weight.
+        lo = np.minimum(all_pairs[:, 0], all_pairs[:, 1])
+        hi = np.maximum(all_pairs[:, 0], all_pairs[:, 1])
+        key = np.stack([lo, hi, all_kind.astype(np.int64)], axis=1)
+        _, first = np.unique(key, axis=0, return_index=True)
+        first = np.sort(first)
+        added = int(len(first) - len(pairs))
+        return (
+            np.stack([lo[first], hi[first]], axis=1),
+            all_kind[first],
+            all_w[first],
+            {"applied": True, "n_derived_pairs": added},
+        )
+
+    # -- fit ---------------------------------------------------------------
+
+    def fit(self, X, y=None, *, pairs=None, pair_kind=None, pair_weight=None):
+        """Learn the spectral kernel and cluster.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features), float64
+            Data, or with ``affinity="precomputed"`` a symmetric non-negative
+            (n_samples, n_samples) affinity (dense or scipy sparse).
+        y : ignored
+        pairs : array-like of shape (n_pairs, 2), int, optional
+            Constrained index pairs (i != j).
+        pair_kind : array-like of shape (n_pairs,), optional
+            +1 must-link, -1 cannot-link.
+        pair_weight : array-like of shape (n_pairs,), optional
+            Confidence in (0, 1]; replaces ``c_ij`` in Eq. (8) (enters squared).
+
+        Returns
+        -------
+        self : CCSKL
+
+        Raises
+        ------
+        InvalidInputError
+            Invalid parameters, data or constraints (indices out of range,
+            self-pairs, unknown kinds, weights outside (0, 1]).
+        """
+        t_start = time.perf_counter()
+        validate_params(self, self._parameter_constraints)
+        rng = check_random_state(self.random_state)
+        seed_eig = int(rng.randint(np.iinfo(np.int32).max))
+        seed_km = int(rng.randint(np.iinfo(np.int32).max))
+        diag = {}
+        timings = {}
+
+        # 1. Graph (C1) -------------------------------------------------------
+        self._progress("graph", 0.0)
+        if self.affinity == "precomputed":
+            W = self._check_affinity(X)
+            n = W.shape[0]
+            sigma = None
+        else:
+            X = check_data(X)
+            n = X.shape[0]
+        K = check_n_clusters(self.n_clusters, n)
+        pc = check_pairwise(pairs, pair_kind, pair_weight, n)
+        if self.affinity != "precomputed":
+            k = int(min(self.n_neighbors, n - 1))
+            W, sigma = knn_gaussian_graph(
+                X, k, sigma=None if self.sigma == "auto" else float(self.sigma), symmetrize="max"
+            )
+        n_comp_graph, _ = connected_components(W, directed=False)
+        edges = []
+        if n_comp_graph > 1:
+            if self.connect_graph and self.affinity != "precomputed":
+                edges, _ = _connect_components(X, W)
+                W = _add_edges(W, edges, sigma)
+            else:
+                warnings.warn(
+                    f"the affinity graph has {n_comp_graph} connected components; the "
+                    "eigenvectors of the repeated eigenvalue 0 are not unique and beta depends "
+                    "on the solver's basis (spec §7.1)",
+                    ConstraintWarning,
+                    stacklevel=2,
+                )
+        diag["graph_components"] = int(n_comp_graph)
+        diag["graph_edges_added"] = [[int(a), int(b), float(d)] for a, b, d in edges[:100]]
+        diag["n_graph_edges_added"] = len(edges)
+        diag["sigma"] = None if sigma is None else float(sigma)
+        diag["n_neighbors"] = None if self.affinity == "precomputed" else int(min(self.n_neighbors, n - 1))
+        timings["graph"] = time.perf_counter() - t_start
+
+        # 2.-3. Laplacian eigenvectors (C2, C3) --------------------------------
+        self._progress("eigen", 0.2)
+        t0 = time.perf_counter()
+        m = int(min(max(self.n_components, K), n - 1))
+        diag["n_components"] = m
+        lam, F, isolated, eig_solver = _laplacian_eigenpairs(W, m, seed_eig)
+        diag["isolated_samples"] = np.flatnonzero(isolated)[:100].tolist()
+        diag["n_isolated_samples"] = int(isolated.sum())
+        diag["eigen_solver"] = eig_solver
+        timings["eigen"] = time.perf_counter() - t0
+
+        # 4. QP by NNLS (C7-C11) ------------------------------------------------
+        self._progress("qp", 0.7)
+        t0 = time.perf_counter()
+        cpairs, ckind, cweight, cinfo = self._constraint_rows(pc, n)
+        diag.update(cinfo)
+        I, J, t, c = _target_rows(n, cpairs, ckind, cweight, self.pair_convention)
+        delta, reduced = _solve_delta(F, I, J, t, c, self.solver)
+        beta = _beta_from_delta(delta)
+        objective = _objective(F, beta, I, J, t, c)
+        timings["qp"] = time.perf_counter() - t0
+        scale = float(delta.max()) if delta.size and delta.max() > 0 else 1.0
+        active = np.flatnonzero(delta <= 1e-12 * scale)
+        diag["qp_solver"] = self.solver + ("+cholesky_reduction" if reduced else "")
+        diag["qp_rows"] = int(I.shape[0])
+        diag["qp_residual"] = float(np.sqrt(max(objective, 0.0)))
+        # delta_l = 0 <=> beta_l = beta_{l+1} (l < m-1) or beta_m = 0 (l = m-1).
+        diag["active_ordering_constraints"] = [int(a) for a in active if a < m - 1]
+        diag["beta_last_zero"] = bool((m - 1) in set(active.tolist()))
+        n_pos = int(np.sum(beta > 1e-12 * max(float(beta.max()), 1e-300)))
+        diag["n_positive_beta"] = n_pos
+        diag["beta_ratio_1_2"] = float(beta[0] / beta[1]) if m > 1 and beta[1] > 0 else None
+        diag["rank_deficient_embedding"] = bool(n_pos < K)
+        if n_pos < K:
+            warnings.warn(
+                f"only {n_pos} learned kernel eigenvalues are positive, fewer than "
+                f"n_clusters={K}; the embedding cannot separate all clusters (add constraints "
+                "or raise n_components)",
+                ConstraintWarning,
+                stacklevel=2,
+            )
+
+        # 5. Embed and cluster (C12) ---------------------------------------------
+        self._progress("kmeans", 0.8)
+        t0 = time.perf_counter()
+        Z = F * np.sqrt(beta)[None, :]
+        Zk = Z[:, 1:] if self.drop_trivial_in_kmeans and m > 1 else Z
+        labels = kmeans_labels(Zk, K, n_init=self.n_init, random_state=seed_km)
+        timings["kmeans"] = time.perf_counter() - t0
+
+        self.labels_ = labels
+        self.n_clusters_ = K
+        self.beta_ = beta
+        self.eigenvalues_ = lam
+        self.eigenvectors_ = F
+        self.embedding_ = Z
+        self.objective_ = objective
+        self.affinity_matrix_ = sp.csr_matrix(W)
+        self.sigma_ = None if sigma is None else float(sigma)
+        self.kernel_matrix_ = (Z @ Z.T) if n <= self.max_dense_kernel else None
+        timings["total"] = time.perf_counter() - t_start
+        diag["timings"] = {key: float(v) for key, v in timings.items()}
+        diag["degree_min"] = float(degrees(W).min())
+        self.diagnostics_ = diag
+        self._progress("done", 1.0)
+        return self
+
+    def kernel(self, i_idx, j_idx):
+        """Entries of the learned kernel ``K = F diag(beta) F^T`` on demand.
+
+        Parameters
+        ----------
+        i_idx, j_idx : int or array-like of int
+            Row and column indices.
+
+        Returns
+        -------
+        K_sub : ndarray of shape (len(i_idx), len(j_idx)), float64
+        """
+        from sklearn.utils.validation import check_is_fitted
+
+        check_is_fitted(self, "embedding_")
+        n = self.embedding_.shape[0]
+        i = np.atleast_1d(np.asarray(i_idx, dtype=np.int64))
+        j = np.atleast_1d(np.asarray(j_idx, dtype=np.int64))
+        for name, idx in (("i_idx", i), ("j_idx", j)):
+            if idx.size and (idx.min() < 0 or idx.max() >= n):
+                raise InvalidInputError(f"{name} has indices outside [0, {n - 1}]", field=name)
+        return self.embedding_[i] @ self.embedding_[j].T

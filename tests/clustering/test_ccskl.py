@@ -1,0 +1,444 @@
+"""Property tests for CCSKL (specs/ccskl.md §8 test oracles)."""
+
+import itertools
+import json
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.linalg import null_space
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from clustering import _ccskl
+from clustering._ccskl import (
+    CCSKL,
+    _beta_from_delta,
+    _design_rows,
+    _laplacian_eigenpairs,
+    _objective,
+    _qp_terms,
+    _solve_delta,
+    _target_rows,
+)
+from clustering._graph import knn_gaussian_graph
+from clustering.exceptions import ConstraintWarning, InvalidInputError
+
+
+def _blobs(n=300, k=4, std=1.0, seed=0, sep=6.0):
+    centers = np.array([[sep * np.cos(a), sep * np.sin(a)] for a in np.linspace(0, 2 * np.pi, k + 1)[:-1]])
+    X, y = make_blobs(n_samples=n, centers=centers, cluster_std=std, random_state=seed)
+    return X, y
+
+
+def _pairs_from_labels(y, n_pairs, rng):
+    n = len(y)
+    P = set()
+    while len(P) < n_pairs:
+        i, j = rng.integers(0, n, 2)
+        if i != j:
+            P.add((min(i, j), max(i, j)))
+    P = np.array(sorted(P), dtype=np.int64)
+    kind = np.where(y[P[:, 0]] == y[P[:, 1]], 1, -1).astype(np.int8)
+    return P, kind
+
+
+def _random_problem(n=40, m=6, n_pairs=30, seed=0):
+    """Random orthonormal F and random constraints (generic: G has full column rank)."""
+    rng = np.random.default_rng(seed)
+    F, _ = np.linalg.qr(rng.standard_normal((n, m)))
+    y = rng.integers(0, 3, n)
+    P, kind = _pairs_from_labels(y, n_pairs, rng)
+    w = rng.uniform(0.2, 1.0, len(P))
+    return F, P, kind, w
+
+
+def _qp_bruteforce(A, b):
+    """Exact minimiser of 1/2 z'Az + b'z s.t. z_1 >= ... >= z_m >= 0 by enumerating
+    active sets of the m ordering/sign constraints (independent of the NNLS path)."""
+    m = len(b)
+    C = np.zeros((m, m))
+    for k in range(m - 1):
+        C[k, k], C[k, k + 1] = 1.0, -1.0
+    C[m - 1, m - 1] = 1.0
+    best, best_z = np.inf, None
+    for r in range(m + 1):
+        for E in itertools.combinations(range(m), r):
+            N = null_space(C[list(E)]) if E else np.eye(m)
+            if N.shape[1] == 0:
+                z = np.zeros(m)
+            else:
+                H = N.T @ A @ N
+                w = -np.linalg.solve(H, N.T @ b)
+                z = N @ w
+            if np.all(C @ z >= -1e-10 * max(1.0, np.abs(z).max())):
+                val = 0.5 * z @ A @ z + b @ z
+                if val < best:
+                    best, best_z = val, z
+    return best_z, best
+
+
+def _fit_beta(F, P, kind, w, convention="ordered", solver="nnls"):
+    I, J, t, c = _target_rows(F.shape[0], P, kind, w, convention)
+    delta, _ = _solve_delta(F, I, J, t, c, solver)
+    return _beta_from_delta(delta), delta, (I, J, t, c)
+
+
+# --- 1. feasibility -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("which", ["mixed", "all_ml", "all_cl", "none"])
+def test_beta_non_increasing_and_non_negative(which):
+    X, y = _blobs(n=200, seed=1)
+    rng = np.random.default_rng(0)
+    P, kind = _pairs_from_labels(y, 120, rng)
+    if which == "all_ml":
+        P, kind = P[kind == 1], kind[kind == 1]
+    elif which == "all_cl":
+        P, kind = P[kind == -1], kind[kind == -1]
+    elif which == "none":
+        P, kind = None, None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)  # rank deficiency is allowed here
+        est = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    beta = est.beta_
+    assert beta.shape == (20,)
+    assert np.all(beta >= -1e-12)
+    assert np.all(np.diff(beta) <= 1e-12 * max(1.0, beta.max()))
+    assert est.labels_.dtype == np.int64 and est.labels_.shape == (200,)
+    assert set(np.unique(est.labels_)) <= set(range(4))
+
+
+# --- 2.-4. optimality -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nnls_equals_independent_active_set_qp(seed):
+    F, P, kind, w = _random_problem(seed=seed)
+    beta, _, rows = _fit_beta(F, P, kind, w)
+    A, b, _ = _qp_terms(F, *rows)
+    z, _ = _qp_bruteforce(A, b)
+    assert np.allclose(beta, z, rtol=1e-8, atol=1e-8 * np.abs(z).max())
+    beta_bvls, _, _ = _fit_beta(F, P, kind, w, solver="bvls")
+    assert np.allclose(beta, beta_bvls, rtol=1e-8, atol=1e-8 * np.abs(z).max())
+
+
+def test_optimal_against_random_feasible_points_and_kkt():
+    X, y = _blobs(n=300, seed=2, std=1.6)
+    W, _ = knn_gaussian_graph(X, 20)
+    _, F, _, _ = _laplacian_eigenpairs(W, 20, 0)
+    P, kind = _pairs_from_labels(y, 400, np.random.default_rng(3))
+    beta, delta, rows = _fit_beta(F, P, kind, np.ones(len(P)))
+    A, b, c0 = _qp_terms(F, *rows)
+    best = 0.5 * beta @ A @ beta + b @ beta + c0
+    rng = np.random.default_rng(4)
+    for _ in range(100):
+        d = rng.exponential(delta.max() + 1.0, 20) * (rng.random(20) < 0.5)
+        z = _beta_from_delta(d)
+        assert 0.5 * z @ A @ z + b @ z + c0 >= best - 1e-9 * max(1.0, abs(best))
+    # KKT in delta-space: (U^T g)_l = sum_{k<=l} g_k
+    g = A @ beta + b
+    ug = np.cumsum(g)
+    gmax = np.abs(g).max()
+    assert np.all(ug >= -1e-8 * gmax)
+    assert np.all(np.abs(ug * delta) <= 1e-8 * gmax * delta.max())
+
+
+# --- 5. algebra -----------------------------------------------------------------
+
+
+def test_objective_matches_quadratic_form_and_direct_sum():
+    X, y = _blobs(n=150, seed=5)
+    P, kind = _pairs_from_labels(y, 60, np.random.default_rng(5))
+    w = np.random.default_rng(6).uniform(0.3, 1.0, len(P))
+    est = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    K = est.kernel_matrix_
+    # Eq. (8): ordered pairs, weights replace c_ij (squared), c_ii = 1
+    direct = np.sum((np.diag(K) - 1.0) ** 2)
+    t = (kind == 1).astype(float)
+    direct += np.sum(w**2 * ((K[P[:, 0], P[:, 1]] - t) ** 2 + (K[P[:, 1], P[:, 0]] - t) ** 2))
+    rows = _target_rows(150, P, kind, w, "ordered")
+    A, b, c0 = _qp_terms(est.eigenvectors_, *rows)
+    quad = 0.5 * est.beta_ @ A @ est.beta_ + b @ est.beta_ + c0
+    assert est.objective_ == pytest.approx(direct, rel=1e-10)
+    assert quad == pytest.approx(direct, rel=1e-10)
+
+
+# --- 6. sign invariance -----------------------------------------------------------
+
+
+def test_sign_flip_of_eigenvectors_leaves_beta_unchanged():
+    F, P, kind, w = _random_problem(n=60, m=8, seed=7)
+    beta, _, _ = _fit_beta(F, P, kind, w)
+    Ff = F.copy()
+    Ff[:, [1, 4, 6]] *= -1
+    beta_f, _, _ = _fit_beta(Ff, P, kind, w)
+    assert np.allclose(beta, beta_f, rtol=1e-12, atol=1e-12 * beta.max())
+
+
+# --- 7. weights --------------------------------------------------------------------
+
+
+def test_zero_weight_equals_removed_constraint():
+    F, P, kind, w = _random_problem(n=60, m=8, seed=8)
+    w0 = w.copy()
+    w0[:10] = 0.0
+    beta0, _, _ = _fit_beta(F, P, kind, w0)
+    beta_removed, _, _ = _fit_beta(F, P[10:], kind[10:], w[10:])
+    assert np.allclose(beta0, beta_removed, rtol=1e-10, atol=1e-10 * beta0.max())
+
+
+def test_tiny_weights_in_fit_approach_removal():
+    X, y = _blobs(n=200, seed=9, std=1.5)
+    P, kind = _pairs_from_labels(y, 80, np.random.default_rng(9))
+    w = np.ones(len(P))
+    w[:40] = 1e-9
+    a = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    b = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P[40:], pair_kind=kind[40:])
+    assert np.allclose(a.beta_, b.beta_, rtol=1e-6, atol=1e-6 * b.beta_.max())
+
+
+def test_scaling_all_weights_and_diagonal_leaves_beta_unchanged():
+    F, P, kind, w = _random_problem(n=60, m=8, seed=10)
+    I, J, t, c = _target_rows(60, P, kind, w, "ordered")
+    d1, _ = _solve_delta(F, I, J, t, c)
+    d2, _ = _solve_delta(F, I, J, t, 3.7 * c)
+    assert np.allclose(_beta_from_delta(d1), _beta_from_delta(d2), rtol=1e-10, atol=1e-10 * d1.sum())
+
+
+def test_weights_enter_squared():
+    F, P, kind, _ = _random_problem(n=60, m=8, seed=11)
+    w = np.full(len(P), 0.5)
+    I, J, t, c = _target_rows(60, P, kind, w, "unordered")
+    G, h = _design_rows(F, I, J, t, c)
+    beta, delta, _ = _fit_beta(F, P, kind, w, "unordered")
+    k = np.einsum("ij,ij->i", F[I] * beta, F[J])
+    expected = np.sum((k[:60] - 1) ** 2) + 0.25 * np.sum((k[60:] - t[60:]) ** 2)
+    assert np.sum((G @ delta - h) ** 2) == pytest.approx(expected, rel=1e-10)
+
+
+# --- 8.-9. kernel -------------------------------------------------------------------
+
+
+def test_kernel_is_symmetric_psd_with_eigenvalues_beta_and_embedding_consistent():
+    X, y = _blobs(n=180, seed=12, std=1.3)
+    P, kind = _pairs_from_labels(y, 100, np.random.default_rng(12))
+    est = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    K = est.kernel_matrix_
+    assert K.shape == (180, 180) and K.dtype == np.float64
+    assert np.allclose(K, K.T, atol=1e-12)
+    ev = np.linalg.eigvalsh(K)
+    assert ev.min() >= -1e-10 * max(1.0, ev.max())
+    top = np.sort(ev)[::-1][: len(est.beta_)]
+    assert np.allclose(top, est.beta_, rtol=1e-8, atol=1e-8 * est.beta_.max())
+    Z = est.embedding_
+    d2 = np.sum((Z[:, None, :] - Z[None, :, :]) ** 2, axis=2)
+    dk = np.diag(K)[:, None] + np.diag(K)[None, :] - 2 * K
+    assert np.allclose(d2, dk, atol=1e-9 * max(1.0, np.abs(K).max()))
+    idx_i, idx_j = [0, 5, 17], [3, 4, 100, 179]
+    assert np.allclose(est.kernel(idx_i, idx_j), K[np.ix_(idx_i, idx_j)])
+    F = est.eigenvectors_
+    assert np.allclose(F.T @ F, np.eye(F.shape[1]), atol=1e-8)
+    assert np.all(np.diff(est.eigenvalues_) >= -1e-10)
+
+
+def test_dense_kernel_only_below_limit():
+    X, y = _blobs(n=120, seed=13)
+    P, kind = _pairs_from_labels(y, 40, np.random.default_rng(13))
+    est = CCSKL(n_clusters=4, max_dense_kernel=100, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    assert est.kernel_matrix_ is None
+    assert est.kernel([1, 2], [3]).shape == (2, 1)
+    with pytest.raises(InvalidInputError):
+        est.kernel([0], [120])
+
+
+# --- 10. recovery --------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_recovers_well_separated_blobs(seed):
+    X, y = _blobs(n=240, k=4, std=0.5, seed=seed, sep=10.0)
+    rng = np.random.default_rng(seed)
+    labelled = np.concatenate([rng.choice(np.flatnonzero(y == c), 4, replace=False) for c in range(4)])
+    iu, ju = np.triu_indices(len(labelled), 1)
+    P = np.stack([labelled[iu], labelled[ju]], axis=1)
+    kind = np.where(y[P[:, 0]] == y[P[:, 1]], 1, -1)
+    est = CCSKL(n_clusters=4, random_state=seed).fit(X, pairs=P, pair_kind=kind)
+    assert adjusted_rand_score(y, est.labels_) == 1.0
+
+
+# --- 12. convention ----------------------------------------------------------------------
+
+
+def test_unordered_convention_equals_ordered_with_sqrt2_diagonal():
+    F, P, kind, w = _random_problem(n=50, m=7, seed=14)
+    beta_u, _, _ = _fit_beta(F, P, kind, w, "unordered")
+    I, J, t, c = _target_rows(50, P, kind, w, "ordered")
+    c = c.copy()
+    c[:50] = np.sqrt(2.0)
+    d, _ = _solve_delta(F, I, J, t, c)
+    assert np.allclose(beta_u, _beta_from_delta(d), rtol=1e-10, atol=1e-10 * beta_u.max())
+
+
+# --- 13. determinism -----------------------------------------------------------------------
+
+
+def test_deterministic_for_fixed_seed():
+    X, y = _blobs(n=200, seed=15, std=1.5)
+    P, kind = _pairs_from_labels(y, 60, np.random.default_rng(15))
+    a = CCSKL(n_clusters=4, random_state=3).fit(X, pairs=P, pair_kind=kind)
+    b = CCSKL(n_clusters=4, random_state=3).fit(X, pairs=P, pair_kind=kind)
+    assert np.array_equal(a.labels_, b.labels_)
+    assert np.array_equal(a.beta_, b.beta_)
+
+
+# --- contradictions, diagnostics, options ------------------------------------------------
+
+
+def test_contradictory_constraints_are_kept_and_reported():
+    X, y = _blobs(n=150, seed=16)
+    P = np.array([[0, 1], [1, 2], [0, 2], [5, 6], [6, 5], [7, 8], [7, 8]])
+    kind = np.array([1, 1, -1, 1, -1, 1, 1])
+    est = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    d = est.diagnostics_
+    assert d["n_conflicts"] >= 2
+    assert [5, 6] in d["same_pair_both_kinds"]
+    assert d["n_duplicates_merged"] == 1
+    assert d["n_constraints_used"] == 6
+    json.dumps(d)  # plain Python only
+    est_c = CCSKL(n_clusters=4, closure=True, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    assert est_c.diagnostics_["closure"]["applied"]
+    assert np.all(np.diff(est_c.beta_) <= 1e-12 * est_c.beta_.max())
+
+
+def test_same_pair_both_kinds_gives_least_squares_compromise():
+    F, _, _, _ = _random_problem(n=40, m=5, seed=17)
+    P = np.array([[0, 1], [0, 1]])
+    beta_both, _, _ = _fit_beta(F, P, np.array([1, -1]), np.ones(2))
+    beta_ml, _, _ = _fit_beta(F, P[:1], np.array([1]), np.ones(1))
+    beta_cl, _, _ = _fit_beta(F, P[:1], np.array([-1]), np.ones(1))
+    k = lambda b: float(F[0] @ (b * F[1]))  # noqa: E731
+    assert min(k(beta_ml), k(beta_cl)) - 1e-12 <= k(beta_both) <= max(k(beta_ml), k(beta_cl)) + 1e-12
+
+
+def test_disconnected_graph_is_connected_and_reported():
+    X, y = _blobs(n=120, k=3, std=0.3, seed=18, sep=30.0)
+    P, kind = _pairs_from_labels(y, 30, np.random.default_rng(18))
+    est = CCSKL(n_clusters=3, n_neighbors=5, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    d = est.diagnostics_
+    assert d["graph_components"] == 3
+    assert d["n_graph_edges_added"] == 2
+    from scipy.sparse.csgraph import connected_components
+
+    assert connected_components(est.affinity_matrix_, directed=False)[0] == 1
+    assert adjusted_rand_score(y, est.labels_) == 1.0
+    with pytest.warns(ConstraintWarning, match="connected components"):
+        CCSKL(n_clusters=3, n_neighbors=5, connect_graph=False, random_state=0).fit(X, pairs=P, pair_kind=kind)
+
+
+def test_precomputed_affinity_matches_knn_path():
+    X, y = _blobs(n=150, seed=19, std=2.0, sep=4.0)
+    P, kind = _pairs_from_labels(y, 50, np.random.default_rng(19))
+    a = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind)
+    W, _ = knn_gaussian_graph(X, 20)
+    b = CCSKL(n_clusters=4, affinity="precomputed", random_state=0).fit(W, pairs=P, pair_kind=kind)
+    assert np.allclose(a.beta_, b.beta_, rtol=1e-8, atol=1e-8 * a.beta_.max())
+    c = CCSKL(n_clusters=4, affinity="precomputed", random_state=0).fit(W.toarray(), pairs=P, pair_kind=kind)
+    assert np.allclose(a.beta_, c.beta_, rtol=1e-8, atol=1e-8 * a.beta_.max())
+    with pytest.raises(InvalidInputError):
+        CCSKL(n_clusters=4, affinity="precomputed").fit(-W.toarray())
+    with pytest.raises(InvalidInputError):
+        CCSKL(n_clusters=4, affinity="precomputed").fit(X)
+
+
+def test_large_n_solvers_agree_with_dense(monkeypatch):
+    X, _ = _blobs(n=300, seed=20, std=1.5)
+    W, _ = knn_gaussian_graph(X, 20)
+    lam_d, F_d, _, s_d = _laplacian_eigenpairs(W, 12, 0)
+    monkeypatch.setattr(_ccskl, "_DENSE_EIGH_MAX", 50)
+    lam_si, F_si, _, s_si = _laplacian_eigenpairs(W, 12, 0)
+    monkeypatch.setattr(_ccskl, "_SHIFT_INVERT_MAX", 100)
+    lam_la, F_la, _, s_la = _laplacian_eigenpairs(W, 12, 0)
+    assert (s_d, s_si, s_la) == ("eigh", "eigsh-shift-invert", "eigsh-LA")
+    for lam, F in ((lam_si, F_si), (lam_la, F_la)):
+        assert np.allclose(lam, lam_d, atol=1e-8)
+        # same invariant subspace (eigenvalues are simple here)
+        assert np.allclose(np.abs(np.sum(F * F_d, axis=0)), 1.0, atol=1e-6)
+
+
+def test_reduced_normal_equations_match_tall_nnls(monkeypatch):
+    F, P, kind, w = _random_problem(n=80, m=8, n_pairs=60, seed=21)
+    I, J, t, c = _target_rows(80, P, kind, w, "ordered")
+    d_tall, reduced = _solve_delta(F, I, J, t, c)
+    assert not reduced
+    monkeypatch.setattr(_ccskl, "_MAX_TALL_ROWS", 10)
+    monkeypatch.setattr(_ccskl, "_CHUNK_ROWS", 17)
+    d_red, reduced = _solve_delta(F, I, J, t, c)
+    assert reduced
+    b1, b2 = _beta_from_delta(d_tall), _beta_from_delta(d_red)
+    assert _objective(F, b2, I, J, t, c) == pytest.approx(_objective(F, b1, I, J, t, c), rel=1e-8)
+
+
+def test_callback_called_and_can_cancel():
+    X, y = _blobs(n=100, seed=22)
+    calls = []
+    P, kind = _pairs_from_labels(y, 30, np.random.default_rng(22))
+    CCSKL(n_clusters=4, random_state=0, callback=lambda s, f: calls.append((s, f))).fit(X, pairs=P, pair_kind=kind)
+    stages = [s for s, _ in calls]
+    assert stages[0] == "graph" and stages[-1] == "done"
+    assert all(0.0 <= f <= 1.0 for _, f in calls)
+
+    class Cancel(Exception):
+        pass
+
+    def cancel(stage, fraction):
+        if stage == "qp":
+            raise Cancel
+
+    with pytest.raises(Cancel):
+        CCSKL(n_clusters=4, callback=cancel).fit(X, pairs=P, pair_kind=kind)
+
+
+@pytest.mark.parametrize(
+    "params",
+    [
+        {"n_clusters": 1},
+        {"n_components": 0},
+        {"n_neighbors": 0},
+        {"sigma": -1.0},
+        {"sigma": "big"},
+        {"solver": "slsqp"},
+        {"pair_convention": "both"},
+        {"affinity": "rbf"},
+        {"n_init": 0},
+    ],
+)
+def test_invalid_parameters_raise(params):
+    X, _ = _blobs(n=50)
+    with pytest.raises(InvalidInputError):
+        CCSKL(**params).fit(X)
+
+
+def test_invalid_constraints_raise():
+    X, _ = _blobs(n=50)
+    with pytest.raises(InvalidInputError):
+        CCSKL(n_clusters=4).fit(X, pairs=[[0, 50]], pair_kind=[1])
+    with pytest.raises(InvalidInputError):
+        CCSKL(n_clusters=4).fit(X, pairs=[[0, 1]], pair_kind=[2])
+    with pytest.raises(InvalidInputError):
+        CCSKL(n_clusters=4).fit(X, pairs=[[0, 1]], pair_kind=[1], pair_weight=[0.0])
+
+
+def test_n_components_clamped_and_raised_to_n_clusters():
+    X, y = _blobs(n=12, k=3, seed=23)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)  # one constraint: rank deficiency allowed
+        est = CCSKL(n_clusters=3, random_state=0).fit(X, pairs=[[0, 1]], pair_kind=[1])
+    assert est.diagnostics_["n_components"] == 11
+    assert est.beta_.shape == (11,) and est.eigenvectors_.shape == (12, 11)
+    X, y = _blobs(n=200, k=4, seed=23)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        est = CCSKL(n_clusters=6, n_components=3, random_state=0).fit(X)
+    assert est.diagnostics_["n_components"] == 6
