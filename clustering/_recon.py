@@ -82,7 +82,8 @@ def _build(triplets, n_vertices, *, want_tree=True):
         pos[V] = np.arange(k)
         sub = t[idx]
         la, lb, lc = pos[sub[:, 0]], pos[sub[:, 1]], pos[sub[:, 2]]
-        ncomp, lab = _components(k, la, lb)
+        roots, lab = np.unique(_root_labels(k, la, lb), return_inverse=True)
+        ncomp = roots.shape[0]
         if ncomp == 1:
             return False, idx
         ta = lab[la]
@@ -563,8 +564,145 @@ def _test_compatibility(TL, i, j, pos, verts):
         A, B, C = A[keept], B[keept], C[keept]
 
 
-def _recon_linkage(X, rel, callback=None):
+class _BuildTree:
+    """The BUILD tree of the live triplets, maintained across merges.
+
+    Leaves are cluster slots (< n), internal nodes have ids >= n. After a
+    compatible merge of i and j the new BUILD tree differs from the old one
+    only locally (module notes in ``_recon_linkage``), so it is updated in
+    place instead of re-running BUILD on every triplet.
+    """
+
+    def __init__(self, n):
+        self.par = {}
+        self.kids = {}
+        self.root = None
+        self.next_id = n
+
+    def attach(self, nested, parent):
+        """Create nodes for a nested-list tree under ``parent``; returns its top id."""
+        if not isinstance(nested, list):
+            self.par[int(nested)] = parent
+            return int(nested)
+        top = self.next_id
+        stack = [(nested, parent)]
+        while stack:
+            node, p = stack.pop()
+            nid = self.next_id
+            self.next_id += 1
+            self.par[nid] = p
+            self.kids[nid] = set()
+            if p is not None:
+                self.kids[p].add(nid)
+            for c in node:
+                if isinstance(c, list):
+                    stack.append((c, nid))
+                else:
+                    self.par[int(c)] = nid
+                    self.kids[nid].add(int(c))
+        return top
+
+    def lca_children(self, i, j):
+        """(lca v of leaves i and j, child of v above i, child of v above j)."""
+        par = self.par
+        path = {}
+        prev, x = None, i
+        while x is not None:
+            path[x] = prev
+            prev, x = x, par[x]
+        prev, x = None, j
+        while x not in path:
+            prev, x = x, par[x]
+        # walk i's side: the child of x on the path from i
+        ci, y = i, i
+        while y != x:
+            ci, y = y, par[y]
+        return x, ci, prev
+
+    def leaves(self, node):
+        if node not in self.kids:
+            return [node]
+        out, stack = [], [node]
+        kids = self.kids
+        while stack:
+            v = stack.pop()
+            for c in kids[v]:
+                if c in kids:
+                    stack.append(c)
+                else:
+                    out.append(c)
+        return out
+
+    def drop_subtree(self, node):
+        stack = [node]
+        while stack:
+            v = stack.pop()
+            self.par.pop(v, None)
+            ch = self.kids.pop(v, None)
+            if ch:
+                stack.extend(c for c in ch if c in self.kids)
+
+    def fix(self, v):
+        """Suppress unary nodes and remove empty ones, from ``v`` upwards."""
+        kids, par = self.kids, self.par
+        while v is not None and v in kids and len(kids[v]) <= 1:
+            p = par[v]
+            if len(kids[v]) == 1:
+                (c,) = kids[v]
+                par[c] = p
+                if p is None:
+                    self.root = c if c in kids else None
+                    if c not in kids:
+                        par.pop(c)
+                else:
+                    kids[p].discard(v)
+                    kids[p].add(c)
+                del kids[v]
+                del par[v]
+                return
+            del kids[v]
+            del par[v]
+            if p is None:
+                self.root = None
+                return
+            kids[p].discard(v)
+            v = p
+
+    def remove_leaf(self, x):
+        p = self.par.pop(x, None)
+        if p is not None:
+            self.kids[p].discard(x)
+            self.fix(p)
+
+    def rename_leaf(self, old, new):
+        p = self.par.pop(old)
+        self.par[new] = p
+        self.kids[p].discard(old)
+        self.kids[p].add(new)
+
+    def clusters(self):
+        """Leaf sets of the internal nodes (for checks)."""
+        return {frozenset(self.leaves(v)) for v in self.kids}
+
+
+def _recon_linkage(X, rel, callback=None, *, maintain_tree=True, check_tree=False):
     """Unchecked ReCon main loop. ``rel`` (m, 3) must be consistent.
+
+    Notes
+    -----
+    TestCompatibility(i, j) (RC-8) follows BUILD with i and j identified.
+    Down to v = lca(i, j) in the BUILD tree T0 of the live triplets this is
+    BUILD itself, so the test starts at v: if v has two children the forced
+    block is all of v -> incompatible; if i and j are both leaf children of
+    v -> compatible; otherwise the recursion continues on the union of the
+    two children's leaves with the triplets inside it (exactly the
+    paper's next level). After a compatible merge T0 changes only there:
+    sibling leaves collapse to one leaf (a cherry becomes a leaf); otherwise the two children of v
+    are replaced by BUILD of their union; ancestors are unchanged (i and j
+    are in one component at every ancestor level); items left without any
+    triplet were isolated leaves of the root and are removed. With
+    ``maintain_tree=False`` every test runs the full recursion from the top
+    (the paper's listing; same decisions, slower).
 
     Returns
     -------
@@ -580,9 +718,17 @@ def _recon_linkage(X, rel, callback=None):
     occ = np.bincount(TL.ravel(), minlength=n).astype(np.int64)
     blocked = {}
     pos = np.empty(n, dtype=np.int64)
+    mask = np.zeros(n, dtype=bool)
     Z = np.empty((n - 1, 4), dtype=np.float64)
     n_tests = 0
     n_rejected = 0
+    tree = None
+    if maintain_tree and TL.shape[0]:
+        ok, nested = _build(TL, n)
+        if not ok:
+            raise InfeasibleConstraintsError("ReCon needs a consistent triplet set")
+        tree = _BuildTree(n)
+        tree.root = tree.attach(nested, None)
 
     def rows(ks):
         D = cdist(cent[ks], cent, "sqeuclidean")
@@ -593,6 +739,12 @@ def _recon_linkage(X, rel, callback=None):
             if bl:
                 D[r, list(bl)] = np.inf
         return D
+
+    def inside(block):
+        mask[block] = True
+        sel = mask[TL].all(axis=1)
+        mask[block] = False
+        return TL[sel]
 
     nn = np.empty(n, dtype=np.int64)
     nn_d2 = np.empty(n, dtype=np.float64)
@@ -612,9 +764,29 @@ def _recon_linkage(X, rel, callback=None):
             raise AssertionError(
                 f"ReCon reached a dead end after {s} merges with {TL.shape[0]} live triplets"
             )
-        if occ[i] and occ[j]:
+        both = bool(occ[i] and occ[j])
+        if both:
             n_tests += 1
-            if _rc6_violated(TL, i, j) or not _test_compatibility(TL, i, j, pos, np.flatnonzero(occ)):
+            if tree is None:
+                ok = not _rc6_violated(TL, i, j) and _test_compatibility(TL, i, j, pos, np.flatnonzero(occ))
+            else:
+                v, ci, cj = tree.lca_children(i, j)
+                if ci == i and cj == j:
+                    ok = True
+                elif len(tree.kids[v]) == 2:
+                    ok = False
+                else:
+                    block = np.asarray(tree.leaves(ci) + tree.leaves(cj), dtype=np.int64)
+                    sub = inside(block)
+                    ok = not _rc6_violated(sub, i, j) and _test_compatibility(sub, i, j, pos, np.sort(block))
+                if check_tree:
+                    full = not _rc6_violated(TL, i, j) and _test_compatibility(TL, i, j, pos, np.flatnonzero(occ))
+                    if full != ok:
+                        raise AssertionError(
+                            f"fast test {ok} != full test {full} for ({i}, {j}); v={v} ci={ci} cj={cj} "
+                            f"kids={tree.kids[v]}"
+                        )
+            if not ok:
                 n_rejected += 1
                 blocked.setdefault(i, set()).add(j)
                 blocked.setdefault(j, set()).add(i)
@@ -635,6 +807,7 @@ def _recon_linkage(X, rel, callback=None):
         nn_d2[j] = np.inf
         # UpdateConstraints (RC-7)
         if occ[j]:
+            j_in_tree = True
             hit = TL == j
             touched = np.flatnonzero(hit.any(axis=1))
             TL[hit] = i
@@ -642,10 +815,46 @@ def _recon_linkage(X, rel, callback=None):
             occ[i] += occ[j]
             occ[j] = 0
             dead = TL[touched, 0] == TL[touched, 1]
+            gone = ()
             if dead.any():
                 dead_rows = touched[dead]
+                gone = np.unique(TL[dead_rows])
                 occ -= np.bincount(TL[dead_rows].ravel(), minlength=n)
                 TL = np.delete(TL, dead_rows, axis=0)
+            if tree is not None:
+                if both:
+                    if ci == i and cj == j:
+                        tree.kids[v].discard(j)
+                        del tree.par[j]
+                        tree.fix(v)
+                    else:
+                        block = [x for x in tree.leaves(ci) + tree.leaves(cj) if x != j]
+                        tree.kids[v].discard(ci)
+                        tree.kids[v].discard(cj)
+                        tree.drop_subtree(ci)
+                        tree.drop_subtree(cj)
+                        block = np.asarray(block, dtype=np.int64)
+                        sub = inside(block)
+                        ok, nested = _build(sub, n)
+                        if not ok:
+                            raise AssertionError("ReCon: inconsistent block after a compatible merge")
+                        placed = set(int(x) for x in np.unique(sub)) if sub.shape[0] else set()
+                        nested = list(nested) + [int(x) for x in block if int(x) not in placed]
+                        top = nested[0] if len(nested) == 1 else nested
+                        tree.kids[v].add(tree.attach(top, v))
+                else:
+                    tree.rename_leaf(j, i)
+                for x in gone:
+                    if occ[x] == 0 and x in tree.par:
+                        tree.remove_leaf(int(x))
+                if tree.root is None or TL.shape[0] == 0:
+                    tree = None if TL.shape[0] == 0 else tree
+            if check_tree and tree is not None:
+                okc, ref = _build(TL, n)
+                ref_t = _BuildTree(n)
+                ref_t.attach(ref, None)
+                if ref_t.clusters() != tree.clusters():
+                    raise AssertionError(f"maintained BUILD tree differs after merge {s}")
         # blocked pairs not involving i or j stay blocked (a compatible merge
         # cannot make an incompatible pair compatible); drop those with i, j
         for x in (i, j):

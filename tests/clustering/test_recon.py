@@ -456,3 +456,26 @@ def test_feature_weights_equal_scaled_data():
     Za = ReCon(feature_weights=w).fit(X, triplets=T).linkage_
     Zb = ReCon().fit(X * np.sqrt(w), triplets=T).linkage_
     np.testing.assert_allclose(Za, Zb)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_maintained_build_tree_matches_full_test(seed):
+    # the incremental BUILD tree (fast path) must take exactly the decisions of
+    # the paper's full TestCompatibility; check_tree re-runs BUILD after every
+    # merge and the full test at every test
+    from clustering._recon import _recon_linkage
+
+    rng = np.random.default_rng(200 + seed)
+    n = int(rng.integers(25, 45))
+    X, y = make_blobs(n_samples=n, centers=3, cluster_std=3.0, random_state=seed)
+    T = class_triplets(y, int(rng.integers(10, n)), rng)
+    wrong = rng.random(len(T)) < 0.15
+    T[wrong] = T[wrong][:, [0, 2, 1]]
+    T[:, :2] = np.sort(T[:, :2], axis=1)
+    while not check_feasibility(T, n)[0]:
+        T = T[:-1]
+    Z_fast, st_fast = _recon_linkage(X, T, maintain_tree=True, check_tree=True)
+    Z_full, st_full = _recon_linkage(X, T, maintain_tree=False)
+    np.testing.assert_array_equal(Z_fast, Z_full)
+    assert st_fast == st_full
+    assert satisfies(Z_fast, T).all()
