@@ -32,6 +32,7 @@ from sklearn.cluster import KMeans
 from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load, random_pairs, stratified_subsample
+from clustering._ccskl import CCSKL
 from clustering._cop_rf import COPRF
 from clustering.baselines import E2CP, COPKMeans, SpectralClustering, SpectralLearning
 
@@ -64,6 +65,8 @@ METHODS = {
     "cop_kmeans": Method(lambda k, rs: COPKMeans(n_clusters=k, random_state=rs)),
     "cop_rf": Method(lambda k, rs: COPRF(n_clusters=k, random_state=rs)),
     "cop_rf_nofilter": Method(lambda k, rs: COPRF(n_clusters=k, cannot_link_policy="separate", filter_constraints=False, random_state=rs)),
+    "ccskl": Method(lambda k, rs: CCSKL(n_clusters=k, random_state=rs)),
+    "ccskl_select": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", random_state=rs)),
 }
 
 DATASETS = ["iris", "wine", "ionosphere", "segment", "segment210", "wdbc"]

@@ -24,7 +24,7 @@ from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
 from ._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
-from ._graph import degrees, knn_gaussian_graph, normalized_adjacency
+from ._graph import degrees, knn_distances, knn_gaussian_graph, kth_neighbor_sigma, normalized_adjacency
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, top_eigenvectors
 from .exceptions import ConstraintWarning, InvalidInputError
@@ -288,10 +288,12 @@ class CCSKL(ClusterMixin, BaseEstimator):
         recorded in ``diagnostics_["n_components"]``.
     n_neighbors : int, default=20
         k of the kNN graph (union rule); clipped to ``n_samples - 1``.
-    sigma : "auto" or float, default="auto"
+    sigma : "auto", "select" or float, default="auto"
         Gaussian width of the graph weights; "auto" is r, the mean distance to
-        the ``n_neighbors``-th nearest neighbour (C1). Ignored with
-        ``affinity="precomputed"``.
+        the ``n_neighbors``-th nearest neighbour (C1). "select" picks one of
+        the paper's 9 candidates {0.1r, ..., r, ..., 10r} by held-out
+        constraint satisfaction (5-fold over the constraints, spec §5; about
+        9x the cost of one fit). Ignored with ``affinity="precomputed"``.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
         (dense or sparse); its diagonal is ignored.
@@ -426,7 +428,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         "n_clusters": [Interval(numbers.Integral, 2, None)],
         "n_components": [Interval(numbers.Integral, 1, None)],
         "n_neighbors": [Interval(numbers.Integral, 1, None)],
-        "sigma": [Options("auto"), Interval(numbers.Real, 0, None, closed="neither")],
+        "sigma": [Options("auto", "select"), Interval(numbers.Real, 0, None, closed="neither")],
         "affinity": [Options("knn", "precomputed")],
         "connect_graph": [bool],
         "pair_convention": [Options("ordered", "unordered")],
@@ -526,6 +528,80 @@ class CCSKL(ClusterMixin, BaseEstimator):
             {"applied": True, "n_derived_pairs": added},
         )
 
+    def _spectral(self, X, m, seed, *, sigma=None, W=None):
+        """Graph (C1, connected per §7.1) and its m smoothest eigenpairs (C2, C3)."""
+        t0 = time.perf_counter()
+        if W is None:
+            k = int(min(self.n_neighbors, X.shape[0] - 1))
+            W, sigma = knn_gaussian_graph(X, k, sigma=sigma, symmetrize="max")
+        else:
+            sigma = None
+        n_comp_graph, _ = connected_components(W, directed=False)
+        edges = []
+        if n_comp_graph > 1:
+            if self.connect_graph and X is not None:
+                edges, _ = _connect_components(X, W)
+                W = _add_edges(W, edges, sigma)
+            else:
+                warnings.warn(
+                    f"the affinity graph has {n_comp_graph} connected components; the "
+                    "eigenvectors of the repeated eigenvalue 0 are not unique and beta depends "
+                    "on the solver's basis (spec §7.1)",
+                    ConstraintWarning,
+                    stacklevel=4,
+                )
+        t1 = time.perf_counter()
+        self._progress("eigen", 0.2)
+        lam, F, isolated, solver = _laplacian_eigenpairs(W, m, seed)
+        t2 = time.perf_counter()
+        return W, sigma, edges, n_comp_graph, lam, F, isolated, solver, t1 - t0, t2 - t1
+
+    def _select_sigma(self, X, m, K, pairs, kind, weight, seed_eig, seed_km):
+        """sigma from the paper's 9 candidates {0.1r .. r .. 10r} by held-out
+        constraint satisfaction, 5-fold over the constraints (spec §5 [choice],
+        a label-free stand-in for the paper's ground-truth selection). Ties go
+        to the candidate closest to r (log scale); fewer than 2 constraints:
+        sigma = r."""
+        k = int(min(self.n_neighbors, X.shape[0] - 1))
+        dist, _ = knn_distances(X, k)
+        r = kth_neighbor_sigma(X, k, dist=dist)
+        mults = np.unique(np.concatenate([np.linspace(0.1, 1.0, 5), np.linspace(1.0, 10.0, 5)]))
+        p = len(pairs)
+        if p < 2:
+            return self._spectral(X, m, seed_eig, sigma=r), {"applied": False, "r": float(r)}
+        n_folds = int(min(5, p))
+        fold = np.arange(p) % n_folds
+        check_random_state(seed_km).shuffle(fold)
+        n = X.shape[0]
+        scores, best, best_key = [], None, None
+        for c_i, mult in enumerate(mults):
+            self._progress("sigma_selection", 0.2 + 0.5 * c_i / len(mults))
+            spec = self._spectral(X, m, seed_eig, sigma=float(mult * r))
+            F = spec[5]
+            agree = 0
+            for f in range(n_folds):
+                tr = fold != f
+                I, J, t, c = _target_rows(n, pairs[tr], kind[tr], weight[tr], self.pair_convention)
+                delta, _ = _solve_delta(F, I, J, t, c, self.solver)
+                beta = _beta_from_delta(delta)
+                lab = kmeans_labels(F * np.sqrt(beta), K, n_init=self.n_init, random_state=seed_km)
+                te = ~tr
+                same = lab[pairs[te, 0]] == lab[pairs[te, 1]]
+                agree += float(np.sum(weight[te] * (same == (kind[te] == MUST_LINK))))
+            score = agree / float(np.sum(weight))
+            scores.append(score)
+            key = (-score, abs(np.log(mult)))
+            if best_key is None or key < best_key:
+                best, best_key = spec, key
+        info = {
+            "applied": True,
+            "r": float(r),
+            "candidates": [float(v * r) for v in mults],
+            "held_out_satisfaction": [float(v) for v in scores],
+            "n_folds": n_folds,
+        }
+        return best, info
+
     # -- fit ---------------------------------------------------------------
 
     def fit(self, X, y=None, *, pairs=None, pair_kind=None, pair_weight=None):
@@ -565,55 +641,40 @@ class CCSKL(ClusterMixin, BaseEstimator):
         # 1. Graph (C1) -------------------------------------------------------
         self._progress("graph", 0.0)
         if self.affinity == "precomputed":
-            W = self._check_affinity(X)
-            n = W.shape[0]
-            sigma = None
+            W0 = self._check_affinity(X)
+            n = W0.shape[0]
         else:
             X = check_data(X)
             n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
-        if self.affinity != "precomputed":
-            k = int(min(self.n_neighbors, n - 1))
-            W, sigma = knn_gaussian_graph(
-                X, k, sigma=None if self.sigma == "auto" else float(self.sigma), symmetrize="max"
+        m = int(min(max(self.n_components, K), n - 1))
+        diag["n_components"] = m
+        diag["n_neighbors"] = None if self.affinity == "precomputed" else int(min(self.n_neighbors, n - 1))
+        cpairs, ckind, cweight, cinfo = self._constraint_rows(pc, n)
+
+        if self.affinity == "precomputed":
+            spectral = self._spectral(None, m, seed_eig, W=W0)
+        elif self.sigma == "select":
+            spectral, diag["sigma_selection"] = self._select_sigma(
+                X, m, K, cpairs, ckind, cweight, seed_eig, seed_km
             )
-        n_comp_graph, _ = connected_components(W, directed=False)
-        edges = []
-        if n_comp_graph > 1:
-            if self.connect_graph and self.affinity != "precomputed":
-                edges, _ = _connect_components(X, W)
-                W = _add_edges(W, edges, sigma)
-            else:
-                warnings.warn(
-                    f"the affinity graph has {n_comp_graph} connected components; the "
-                    "eigenvectors of the repeated eigenvalue 0 are not unique and beta depends "
-                    "on the solver's basis (spec §7.1)",
-                    ConstraintWarning,
-                    stacklevel=2,
-                )
+        else:
+            spectral = self._spectral(X, m, seed_eig, sigma=None if self.sigma == "auto" else float(self.sigma))
+        W, sigma, edges, n_comp_graph, lam, F, isolated, eig_solver, t_graph, t_eig = spectral
         diag["graph_components"] = int(n_comp_graph)
         diag["graph_edges_added"] = [[int(a), int(b), float(d)] for a, b, d in edges[:100]]
         diag["n_graph_edges_added"] = len(edges)
         diag["sigma"] = None if sigma is None else float(sigma)
-        diag["n_neighbors"] = None if self.affinity == "precomputed" else int(min(self.n_neighbors, n - 1))
-        timings["graph"] = time.perf_counter() - t_start
-
-        # 2.-3. Laplacian eigenvectors (C2, C3) --------------------------------
-        self._progress("eigen", 0.2)
-        t0 = time.perf_counter()
-        m = int(min(max(self.n_components, K), n - 1))
-        diag["n_components"] = m
-        lam, F, isolated, eig_solver = _laplacian_eigenpairs(W, m, seed_eig)
         diag["isolated_samples"] = np.flatnonzero(isolated)[:100].tolist()
         diag["n_isolated_samples"] = int(isolated.sum())
         diag["eigen_solver"] = eig_solver
-        timings["eigen"] = time.perf_counter() - t0
+        timings["graph"] = t_graph
+        timings["eigen"] = t_eig
 
         # 4. QP by NNLS (C7-C11) ------------------------------------------------
         self._progress("qp", 0.7)
         t0 = time.perf_counter()
-        cpairs, ckind, cweight, cinfo = self._constraint_rows(pc, n)
         diag.update(cinfo)
         I, J, t, c = _target_rows(n, cpairs, ckind, cweight, self.pair_convention)
         delta, reduced = _solve_delta(F, I, J, t, c, self.solver)
