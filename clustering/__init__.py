@@ -8,6 +8,7 @@ relative constraints as ``triplets`` (t, 3) and ``triplet_answer`` (t,) in
 {+1 yes, -1 no, 0 don't know}.
 """
 
+from ._ccskl import CCSKL
 from ._cop_rf import COPRF
 from ._dcrc import DCRC
 from ._recon import ReCon
@@ -16,6 +17,7 @@ from .baselines import E2CP, COPKMeans, SpectralClustering, SpectralLearning
 from .exceptions import ConstraintWarning, InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
+    "CCSKL",
     "COPKMeans",
     "COPRF",
     "ConstraintWarning",

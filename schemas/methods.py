@@ -78,6 +78,15 @@ class COPRFParams(_Params):
     n_init = _int(1, 100, 10)
 
 
+class CCSKLParams(_Params):
+    n_components = _int(2, 500, 20, metadata={"description": "m, number of smoothest Laplacian eigenvectors"})
+    n_neighbors = _int(1, 1000, 20, metadata={"description": "k of the kNN graph"})
+    pair_convention = fields.String(load_default="ordered", validate=validate.OneOf(["ordered", "unordered"]),
+                                    metadata={"description": "ordered = paper Eq. 8, unordered = Eq. 7"})
+    closure = fields.Boolean(load_default=False, metadata={"description": "add the transitive closure of must-links"})
+    n_init = _int(1, 100, 10)
+
+
 class DCRCParams(_Params):
     epsilon = _float(0, 2 / 3, 0.05, metadata={"description": "answer noise; 2/3 = constraints ignored"})
     l2_penalty = _float(0, None, 0.01)
@@ -140,6 +149,15 @@ METHODS = {
         "outputs": ["labels", "affinity", "constraint_scores"],
         "reference": "Zhu, Loy, Gong. Constrained clustering: effective constraint propagation with imperfect "
                      "oracles. ICDM 2013.",
+    },
+    "ccskl": {
+        "title": "CCSKL: constrained clustering by spectral kernel learning (QP on the Laplacian spectrum)",
+        "estimator": "CCSKL",
+        "params": CCSKLParams,
+        "constraints": ["pairwise"],
+        "hard_constraints": False,
+        "outputs": ["labels", "affinity", "kernel", "beta"],
+        "reference": "Li, Liu. Constrained clustering by spectral kernel learning. ICCV 2009.",
     },
     "dcrc": {
         "title": "DCRC: discriminative clustering with relative constraints (yes / no / don't know)",

@@ -32,6 +32,9 @@ class MethodSpec:
     conflict_params : dict
         ``on_conflict`` value -> estimator parameters it implies (e.g. ReCon
         repairs inconsistent triplets when the client keeps conflicts).
+    factor_attr : str or None
+        Attribute ``E`` (n, m) with ``matrix = E E^T``, used when the
+        ``matrix_attr`` was not materialised (CCSKL above 5000 rows).
     """
 
     estimator: str
@@ -40,6 +43,7 @@ class MethodSpec:
     extras: dict = field(default_factory=dict)
     model_attrs: tuple = ()
     conflict_params: dict = field(default_factory=dict)
+    factor_attr: str = None
 
     def load_class(self):
         mod, cls = self.estimator.split(":")
@@ -81,6 +85,9 @@ METHODS = {
         "constraint_selection_rate": _split_by_kind("constraint_selection_rate_"),
         "constraint_coverage": _split_by_kind("constraint_coverage_"),
     }),
+    "ccskl": MethodSpec("clustering._ccskl:CCSKL", ("pairwise",), "kernel_matrix_", {
+        "beta": "beta_", "eigenvalues": "eigenvalues_", "objective": "objective_",
+    }, factor_attr="embedding_"),
     "dcrc": MethodSpec("clustering._dcrc:DCRC", ("triplets",), None, {
         "probabilities": _probabilities, "n_iter": "n_iter_", "converged": "converged_",
         "lower_bound": "lower_bound_",
@@ -188,6 +195,16 @@ def restore(method, params, state):
 
 
 def learned_matrix(method, estimator):
-    """The learned affinity / kernel (dense or sparse) or None."""
+    """The learned affinity / kernel (dense or sparse), or its factor.
+
+    Returns
+    -------
+    matrix : ndarray, sparse matrix or None
+    factor : ndarray of shape (n, m) or None
+        Set instead of ``matrix`` when only ``E`` with ``matrix = E E^T`` exists.
+    """
     spec = METHODS[method]
-    return None if spec.matrix_attr is None else getattr(estimator, spec.matrix_attr, None)
+    matrix = None if spec.matrix_attr is None else getattr(estimator, spec.matrix_attr, None)
+    if matrix is None and spec.factor_attr is not None:
+        return None, getattr(estimator, spec.factor_attr, None)
+    return matrix, None

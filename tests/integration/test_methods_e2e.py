@@ -99,3 +99,25 @@ def test_recon_from_a_client_hierarchy(live, blobs):
     job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
                                  constraints={"hierarchy": tree}).json()["id"])
     assert _result(live, job)["metrics"]["ari"] == 1.0
+
+
+def test_ccskl_returns_beta_and_its_kernel(live, blobs):
+    did, X, y = blobs
+    rng = np.random.default_rng(4)
+    pairs = rng.choice(len(y), size=(30, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    ml = [p.tolist() for p in pairs if y[p[0]] == y[p[1]]]
+    cl = [p.tolist() for p in pairs if y[p[0]] != y[p[1]]]
+    job = wait_done(live, submit(live, dataset_id=did, method="ccskl", n_clusters=3,
+                                 params={"n_components": 10, "n_neighbors": 8},
+                                 constraints={"must_link": ml, "cannot_link": cl}).json()["id"])
+    res = _result(live, job)
+    beta = np.asarray(res["extras"]["beta"])
+    assert beta.shape == (10,) and (beta >= 0).all() and (np.diff(beta) <= 1e-12).all()
+    assert res["metrics"]["ari"] > 0.9
+    raw = requests.get(f"{live}{job['affinity_url']}?format=npz", timeout=30)
+    import scipy.sparse as sp
+
+    K = sp.load_npz(io.BytesIO(raw.content)).toarray()
+    assert K.shape == (len(y), len(y)) and np.allclose(K, K.T)
+    assert np.linalg.eigvalsh(K).min() > -1e-8  # a kernel: positive semi-definite
