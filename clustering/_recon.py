@@ -17,8 +17,6 @@ import numbers
 import time
 
 import numpy as np
-from scipy.sparse import csr_matrix
-from scipy.sparse.csgraph import connected_components
 from scipy.spatial.distance import cdist
 from sklearn.base import BaseEstimator, ClusterMixin
 
@@ -44,12 +42,6 @@ __all__ = [
 # ---------------------------------------------------------------------------
 # BUILD / OneTree (RC-4, RC-5, spec §4.1)
 # ---------------------------------------------------------------------------
-
-
-def _components(n_vertices, a, b):
-    """Connected components of the undirected graph on ``n_vertices`` with edges (a, b)."""
-    g = csr_matrix((np.ones(len(a), dtype=np.int8), (a, b)), shape=(n_vertices, n_vertices))
-    return connected_components(g, directed=True, connection="weak")
 
 
 def _build(triplets, n_vertices, *, want_tree=True):
@@ -113,7 +105,10 @@ def _consistent(triplets, n_vertices):
     return _build(triplets, n_vertices, want_tree=False)[0]
 
 
-def _minimal_conflict(triplets, cert, n_vertices):
+MINIMAL_CONFLICT_BUDGET = 200_000
+
+
+def _minimal_conflict(triplets, cert, n_vertices, *, budget=MINIMAL_CONFLICT_BUDGET, info=None):
     """Shrink an inconsistent subset ``cert`` (indices into ``triplets``) to a
     minimal inconsistent one: every proper subset is consistent.
 
@@ -122,21 +117,38 @@ def _minimal_conflict(triplets, cert, n_vertices):
     so far, is inconsistent; its last element belongs to the core. Uses
     O(r log |cert|) BUILD runs for a core of size r (the deletion filter of
     spec §4.1 needs |cert| runs; both return a minimal subset).
+
+    Noisy sets can have long minimal conflicts (cycles through hundreds of
+    triplets). ``budget`` bounds the work (total number of triplets fed to
+    BUILD); when it runs out the current core plus the remaining candidates
+    is returned (still inconsistent, not necessarily minimal) and
+    ``info["minimal"]`` is set to False.
     """
     cand = [int(c) for c in cert]
     core = []
+    work = 0
+    minimal = True
     while True:
-        if core and not _consistent(triplets[core], n_vertices):
+        if core:
+            work += len(core)
+            if not _consistent(triplets[core], n_vertices):
+                break
+        if work > budget:
+            minimal = False
+            core = core + cand
             break
         lo, hi = 1, len(cand)  # smallest p with core + cand[:p] inconsistent
         while lo < hi:
             mid = (lo + hi) // 2
+            work += len(core) + mid
             if _consistent(triplets[core + cand[:mid]], n_vertices):
                 lo = mid + 1
             else:
                 hi = mid
         core.append(cand[lo - 1])
         cand = cand[: lo - 1]
+    if info is not None:
+        info["minimal"] = minimal
     return np.asarray(sorted(core), dtype=np.int64)
 
 
@@ -187,7 +199,7 @@ def relative_from_answers(triplets, answers=None):
     return _normalise_relative(rel), rows.astype(np.int64)
 
 
-def check_feasibility(triplets, n_samples, *, minimal=True):
+def check_feasibility(triplets, n_samples, *, minimal=True, info=None):
     """OneTree verdict on relative constraints ab|c (RC-5).
 
     Parameters
@@ -196,7 +208,11 @@ def check_feasibility(triplets, n_samples, *, minimal=True):
         Validated rows ``(a, b, c)`` meaning ab|c, indices in ``[0, n_samples)``.
     n_samples : int
     minimal : bool, default=True
-        Shrink the certificate to a minimal inconsistent subset.
+        Shrink the certificate to a minimal inconsistent subset (within a
+        work budget, see ``_minimal_conflict``).
+    info : dict or None
+        If given, ``info["minimal"]`` tells whether the certificate is
+        proven minimal.
 
     Returns
     -------
@@ -208,7 +224,7 @@ def check_feasibility(triplets, n_samples, *, minimal=True):
     ok, cert = _build(t, n_samples, want_tree=False)
     if ok:
         return True, None
-    cert = _minimal_conflict(t, cert, n_samples) if minimal else np.sort(cert)
+    cert = _minimal_conflict(t, cert, n_samples, info=info) if minimal else np.sort(cert)
     return False, cert
 
 
@@ -237,7 +253,9 @@ def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=Tru
     result : dict
         ``{"feasible": bool, "conflicting_triplets": list of int}``: input
         row indices of an inconsistent subset (empty when feasible), plus
-        ``"n_relative"`` (number of ab|c constraints checked).
+        ``"minimal"`` (False when the work budget stopped the shrinking
+        before minimality was proven: long conflict cycles in large noisy
+        sets) and ``"n_relative"`` (number of ab|c constraints checked).
 
     Raises
     ------
@@ -253,9 +271,11 @@ def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=Tru
     """
     t, ans = check_triplets(triplets, n_samples, answers)
     rel, rows = relative_from_answers(t, ans)
-    feasible, cert = check_feasibility(rel, n_samples, minimal=minimal)
+    info = {"minimal": False}
+    feasible, cert = check_feasibility(rel, n_samples, minimal=minimal, info=info)
     conflict = [] if feasible else sorted(int(r) for r in rows[cert])
-    return {"feasible": bool(feasible), "conflicting_triplets": conflict, "n_relative": int(rel.shape[0])}
+    return {"feasible": bool(feasible), "conflicting_triplets": conflict,
+            "minimal": bool(feasible or info["minimal"]), "n_relative": int(rel.shape[0])}
 
 
 def one_tree(triplets, n_samples):
@@ -1192,7 +1212,8 @@ class ReCon(ClusterMixin, BaseEstimator):
         rows = rows_all[first]  # first input row of every unique constraint
         weight = np.bincount(inverse, weights=tw[rows_all], minlength=first.shape[0]) if first.size else np.zeros(0)
 
-        feasible, cert = check_feasibility(rel, n, minimal=self.minimal_conflict)
+        cinfo = {"minimal": False}
+        feasible, cert = check_feasibility(rel, n, minimal=self.minimal_conflict, info=cinfo)
         conflict = None if feasible else np.asarray(sorted(rows[cert]), dtype=np.int64)
         dropped = np.empty(0, dtype=np.int64)
         if not feasible:
@@ -1200,7 +1221,7 @@ class ReCon(ClusterMixin, BaseEstimator):
                 raise InfeasibleConstraintsError(
                     f"the relative constraints are inconsistent: no hierarchy displays triplet rows "
                     f"{conflict.tolist()} together",
-                    conflicts=[{"conflicting_triplets": conflict.tolist(),
+                    conflicts=[{"conflicting_triplets": conflict.tolist(), "minimal": bool(cinfo["minimal"]),
                                 "relative": rel_all[np.searchsorted(rows_all, conflict)].tolist()}],
                 )
             keep, drop_idx = self._repair(rel, weight, cert, n, cb)
@@ -1255,6 +1276,7 @@ class ReCon(ClusterMixin, BaseEstimator):
             "feasible": bool(feasible),
             "conflicting_triplets": [] if conflict is None else conflict.tolist(),
             "conflicts": [] if conflict is None else [{"conflicting_triplets": conflict.tolist()}],
+            "conflict_is_minimal": bool(conflict is not None and cinfo["minimal"]),
             "dropped_triplets": dropped.tolist(),
             "n_compatibility_tests": int(stats["n_compatibility_tests"]),
             "n_rejected_merges": int(stats["n_rejected_merges"]),
@@ -1287,7 +1309,7 @@ class ReCon(ClusterMixin, BaseEstimator):
             if ok:
                 cert = None
             else:
-                cert = idx[_minimal_conflict(rel[idx], sub, n)]
+                cert = idx[_minimal_conflict(rel[idx], sub, n, budget=100_000)]
             if cb is not None and time.monotonic() - last > 0.5:
                 last = time.monotonic()
                 cb("repair", 0.0)
