@@ -320,6 +320,9 @@ def run(datasets, methods, *, trials=5, wrong=(0.0, 0.1), fractions=COUNT_FRACTI
                         rec.update(error=err)
                         log(f"  {mname} wrong={w} count={count} trial={trial}: {err}")
                     records.append(rec)
+                    if os.environ.get("BENCH_VERBOSE"):
+                        log(f"    fit {mname} wrong={w} count={count} trial={trial}: "
+                            f"ARI {rec.get('ari', float('nan')):.3f} in {sec:.1f}s")
                     if kind is None and mname != "kmeans":
                         # deterministic baselines: one fit stands for every trial
                         for t2 in range(1, trials):
