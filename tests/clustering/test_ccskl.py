@@ -10,6 +10,7 @@ import scipy.sparse as sp
 from scipy.linalg import null_space
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
+from threadpoolctl import threadpool_limits
 
 from clustering import _ccskl
 from clustering._ccskl import (
@@ -24,6 +25,13 @@ from clustering._ccskl import (
 )
 from clustering._graph import knn_gaussian_graph
 from clustering.exceptions import ConstraintWarning, InvalidInputError
+
+
+@pytest.fixture(autouse=True)
+def _one_blas_thread():
+    """Tiny dense problems: BLAS/OpenMP threads only add contention on a shared machine."""
+    with threadpool_limits(limits=1):
+        yield
 
 
 def _blobs(n=300, k=4, std=1.0, seed=0, sep=6.0):
@@ -442,3 +450,19 @@ def test_n_components_clamped_and_raised_to_n_clusters():
         warnings.simplefilter("ignore", ConstraintWarning)
         est = CCSKL(n_clusters=6, n_components=3, random_state=0).fit(X)
     assert est.diagnostics_["n_components"] == 6
+
+
+def test_sigma_select_picks_a_paper_candidate_by_held_out_constraints():
+    X, y = _blobs(n=150, seed=24, std=1.2)
+    P, kind = _pairs_from_labels(y, 40, np.random.default_rng(24))
+    est = CCSKL(n_clusters=4, sigma="select", random_state=0).fit(X, pairs=P, pair_kind=kind)
+    sel = est.diagnostics_["sigma_selection"]
+    assert sel["applied"] and len(sel["candidates"]) == 9
+    scores = np.array(sel["held_out_satisfaction"])
+    chosen = int(np.argmin(np.abs(np.array(sel["candidates"]) - est.sigma_)))
+    assert scores[chosen] == scores.max()
+    assert np.all((scores >= 0) & (scores <= 1))
+    json.dumps(est.diagnostics_)
+    few = CCSKL(n_clusters=4, sigma="select", random_state=0).fit(X, pairs=P[:1], pair_kind=kind[:1])
+    assert not few.diagnostics_["sigma_selection"]["applied"]
+    assert few.sigma_ == pytest.approx(few.diagnostics_["sigma_selection"]["r"])
