@@ -250,8 +250,11 @@ class URASC(ClusterMixin, BaseEstimator):
     affinity : {"rbf", "precomputed"}, default="rbf"
         "precomputed": ``X`` is the (n, n) base similarity W0 itself
         (symmetric, entries in [0, 1]).
-    representative : {"most_similar", "random"}, default="most_similar"
-        How one member of each certain set is chosen (U7, U15).
+    representative : {"most_similar", "random", "founder"}, default="most_similar"
+        How one member of each certain set is chosen (U7, U15). "founder"
+        (extension for noisy oracles) asks the set's first member, so one wrong
+        "yes" cannot pull later samples of its class into the wrong set; sets
+        are still ordered by their most similar member.
     fast : bool, default=True
         Top-m approximation (U13').
     n_candidates : int >= 1, default=50
@@ -266,6 +269,10 @@ class URASC(ClusterMixin, BaseEstimator):
         tau of §7.1.
     n_init : int >= 1, default=10
         k-means restarts.
+    k_growth : {"sets", "robust"}, default="sets"
+        "sets": K = max(K, number of certain sets) (U14, §7.11). "robust"
+        (extension for noisy oracles): a given n_clusters stays fixed, and
+        with n_clusters=None only sets with at least 2 members count.
     seed_sample : int or None, default=None
         First certain sample; None = drawn from ``random_state``.
     random_state : int, RandomState or None, default=None
@@ -336,7 +343,7 @@ class URASC(ClusterMixin, BaseEstimator):
                  score="product", laplacian="rw", perturbation="exact", perturbation_terms="all",
                  n_eig=None, n_neighbors=20, n_neighbors_entropy=20, graph="auto", affinity="rbf",
                  representative="most_similar", fast=True, n_candidates=50, batch_size=1, diversity=1.0,
-                 gap_floor=1e-9, n_init=10, seed_sample=None, random_state=None, callback=None):
+                 gap_floor=1e-9, n_init=10, k_growth="sets", seed_sample=None, random_state=None, callback=None):
         self.n_clusters = n_clusters
         self.budget = budget
         self.strategy = strategy
@@ -357,6 +364,7 @@ class URASC(ClusterMixin, BaseEstimator):
         self.diversity = diversity
         self.gap_floor = gap_floor
         self.n_init = n_init
+        self.k_growth = k_growth
         self.seed_sample = seed_sample
         self.random_state = random_state
         self.callback = callback
@@ -375,13 +383,14 @@ class URASC(ClusterMixin, BaseEstimator):
         "n_neighbors_entropy": [Interval(numbers.Integral, 1, None)],
         "graph": [Options("auto", "dense", "knn")],
         "affinity": [Options("rbf", "precomputed")],
-        "representative": [Options("most_similar", "random")],
+        "representative": [Options("most_similar", "random", "founder")],
         "fast": [bool],
         "n_candidates": [Interval(numbers.Integral, 1, None)],
         "batch_size": [Interval(numbers.Integral, 1, None)],
         "diversity": [Interval(numbers.Real, 0, 1)],
         "gap_floor": [Interval(numbers.Real, 0, None, closed="neither")],
         "n_init": [Interval(numbers.Integral, 1, None)],
+        "k_growth": [Options("sets", "robust")],
         "seed_sample": [Interval(numbers.Integral, 0, None), None],
     }
 
@@ -766,12 +775,16 @@ class URASC(ClusterMixin, BaseEstimator):
             if not avail:
                 continue
             sims = self._similarity(x, avail)
+            key = float(sims.max())
             if self.representative == "random":
                 rng = np.random.default_rng(_seed(self._seed_base, 2, x, l, len(asked)))
                 t = int(rng.integers(len(avail)))
+                key = float(sims[t])
+            elif self.representative == "founder":
+                t = 0  # the set's first member if still available (avail keeps set order)
             else:
                 t = int(np.argmax(sims))
-            entries.append((-float(sims[t]), l, int(avail[t])))
+            entries.append((-key, l, int(avail[t])))
         entries.sort()
         return [(l, r) for _, l, r in entries]
 
@@ -806,7 +819,8 @@ class URASC(ClusterMixin, BaseEstimator):
             return "rejected"
         x, r = (i, j) if ci < 0 else (j, i)
         l = int(self._set_of[r])
-        if a == _YES and self._set_status(x, l)[0]:
+        if a == _YES and self._set_status(x, l)[0] and not (
+                self.k_growth == "robust" and self._no_count(x, l) < 2):
             self._rejected.append([i, j, a, "conflict"])
             return "conflict"
         self._record(i, j, a)
@@ -829,18 +843,52 @@ class URASC(ClusterMixin, BaseEstimator):
                 self._resolve(x)
         return "accepted"
 
+    def _k_from_sets(self):
+        """U14 (k_growth="sets"): every certain set is a cluster. "robust": a known
+        n_clusters stays fixed and, when unknown, only sets with >= 2 members count
+        (a singleton is often a wrong "no" under a noisy oracle)."""
+        if self.k_growth == "sets":
+            return len(self._sets)
+        if self.n_clusters is not None:
+            return int(self.n_clusters)
+        return max(2, sum(1 for s in self._sets if len(s) >= 2))
+
+    def _no_count(self, x, l):
+        return sum(1 for r, a in self._asked.get(x, {}).items() if a == _NO and self._set_of[r] == l)
+
+    def _confirmation(self, x):
+        """robust mode: before x founds a new set, ask a second member of its most
+        similar set once more (a single wrong "no" would otherwise split a class)."""
+        best, best_l = -1.0, None
+        for l, members in enumerate(self._sets):
+            sim = float(self._similarity(x, members).max())
+            if sim > best:
+                best, best_l = sim, l
+        if best_l is None or self._no_count(x, best_l) >= 2:
+            return None
+        asked = self._asked.get(x, {})
+        avail = [m for m in self._sets[best_l] if m not in asked]
+        if not avail:
+            return None
+        return (best_l, int(avail[int(np.argmax(self._similarity(x, avail)))]))
+
     def _resolve(self, x):
         """The pending list of x is exhausted without a "yes" (U15 step 4)."""
         queue = self._build_queue(x)
         if queue:  # sets created meanwhile, or another member after "don't know"
             self._pending[x] = queue
             return
+        if self.k_growth == "robust":
+            extra = self._confirmation(x)
+            if extra is not None:
+                self._pending[x] = [extra]
+                return
         if all(self._set_status(x, l)[0] for l in range(len(self._sets))):
             self._sets.append([x])
             self._set_of[x] = len(self._sets) - 1
             if self.n_clusters is not None and len(self._sets) > self._K:
                 self._counters["k_grew_beyond_n_clusters"] += 1
-            self._K = max(self._K, len(self._sets))  # U14
+            self._K = max(self._K, self._k_from_sets())  # U14
             self._close_log(x, f"new set {len(self._sets) - 1}")
             self._stale = True
         else:
@@ -856,12 +904,17 @@ class URASC(ClusterMixin, BaseEstimator):
         if cert.size > 1:
             sid = self._set_of[cert]
             a, b = np.triu_indices(cert.size, 1)
+            same = sid[a] == sid[b]
+            if self.k_growth == "robust":  # must-links within sets only; CL from answers below
+                a, b = a[same], b[same]
+                same = same[same]
             rows.append(cert[a])
             cols.append(cert[b])
-            vals.append((sid[a] == sid[b]).astype(float))
+            vals.append(same.astype(float))
         ans = self._answers if n_answers is None else self._answers[:n_answers]
+        robust = self.k_growth == "robust"
         extra = [(i, j, 1.0 if v == _YES else 0.0) for i, j, v in ans
-                 if v != _DK and (self._set_of[i] < 0 or self._set_of[j] < 0)]
+                 if v != _DK and (self._set_of[i] < 0 or self._set_of[j] < 0 or (robust and v == _NO))]
         if extra:
             e = np.asarray(extra)
             rows.append(e[:, 0].astype(np.int64))
@@ -944,7 +997,7 @@ class URASC(ClusterMixin, BaseEstimator):
     def _recluster(self, n_answers=None):
         """Spec §4.1 steps 3.1-3.2 with the answers so far (or the first ``n_answers``)."""
         q_used = self._q if n_answers is None else int(n_answers)
-        self._K = max(self._K, len(self._sets))
+        self._K = max(self._K, self._k_from_sets())
         if self.strategy == "random" and self.n_clusters is None:
             self._K = max(self._K, self._random_k_lower_bound(q_used))
         K = int(min(self._K, self._n - 1))
@@ -1075,6 +1128,8 @@ class URASC(ClusterMixin, BaseEstimator):
                 if self.representative == "random":
                     rng = np.random.default_rng(_seed(self._seed_base, 5, l, len(members)))
                     best = mem[rng.integers(mem.size, size=cx.size)]
+                elif self.representative == "founder":
+                    best = np.full(cx.size, mem[0], dtype=np.int64)
                 else:
                     best = np.empty(cx.size, dtype=np.int64)
                     for s in range(0, cx.size, 2048):
