@@ -43,14 +43,16 @@ METHODS = {
     "URASC-PO": ({"score": "entropy", "step_model": "parametric"}, 1),
     "random": ({"strategy": "random"}, 1),
     "URASC+N/B10": ({}, 10),
+    # opt-in noise-robust mode (extension, not in the paper)
+    "URASC+N/robust": ({"k_growth": "robust", "representative": "founder"}, 1),
 }
 
 # (method, k_mode, noise): the matrix actually run by default.
 CONFIGS = (
     [(m, "unknown", 0.0) for m in METHODS]
     + [(m, "known", 0.0) for m in ("URASC+N", "URASC+P", "random", "URASC+N/B10")]
-    + [(m, "unknown", e) for e in (0.02, 0.10) for m in ("URASC+N", "random")]
-    + [("URASC+N", "known", 0.10)]
+    + [(m, "unknown", e) for e in (0.02, 0.10) for m in ("URASC+N", "random", "URASC+N/robust")]
+    + [(m, "known", 0.10) for m in ("URASC+N", "URASC+N/robust")]
 )
 
 # anchors.md, active pairwise: COBRAS (K unknown) and best K-known peer, at 10/20/50/100/150/200.
