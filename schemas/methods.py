@@ -89,11 +89,13 @@ class CCSKLParams(_Params):
 
 class DCRCParams(_Params):
     epsilon = _float(0, 2 / 3, 0.05, metadata={"description": "answer noise; 2/3 = constraints ignored"})
-    l2_penalty = _float(0, None, 0.01)
-    entropy_weight = _float(0, None, 1.0, metadata={"description": "conditional-entropy term weight"})
+    l2_penalty = _float(0, 10, 0.01, lo_inclusive=False, metadata={"description": "weight decay; > 0 keeps "
+                                                                                 "the logistic weights bounded"})
+    entropy_weight = _float(0, 100, 1.0, metadata={"description": "conditional-entropy term weight"})
     balance = fields.Boolean(load_default=True, metadata={"description": "cluster-balance term"})
     standardize = fields.Boolean(load_default=True)
-    max_iter = _int(1, 1000, 100)
+    max_iter = _int(1, 500, 100)
+    n_init = _int(1, 10, 4, metadata={"description": "EM starts (k-means + random), best lower bound kept"})
 
 
 class ReConParams(_Params):
