@@ -549,53 +549,94 @@ def apply_tree(X, feature, threshold, left, right):
 
 
 @njit(cache=True, nogil=True)
-def accumulate_counts(C, leaves):
-    """``C[i, j] += 1`` for every tree (row of ``leaves``) where i, j share a leaf, i != j."""
+def accumulate_counts(C, leaves, row_lo, row_hi, big):
+    """Co-occurrence counts for rows ``row_lo <= i < row_hi`` of ``C`` (int32).
+
+    For every tree (row of ``leaves``) and every leaf, adds 1 to ``C[i, j]``
+    for the members i, j of that leaf (row-major, members in index order).
+    A leaf holding more than ``big * n`` points is counted by complement: the
+    returned offset gets +1 (to be added to every entry) and 1 is subtracted
+    where i or j is outside that leaf, which costs ``n^2 - s^2`` instead of
+    ``s^2``. The true count is ``C + offset``; diagonal entries are garbage.
+    """
     T = leaves.shape[0]
     n = leaves.shape[1]
+    offset = 0
+    inside = np.zeros(n, dtype=np.bool_)
     for t in range(T):
         row = leaves[t]
-        o = np.argsort(row)
+        o = np.argsort(row, kind="mergesort")
         s = 0
         while s < n:
             e = s + 1
             while e < n and row[o[e]] == row[o[s]]:
                 e += 1
-            if e - s > 1:
+            size = e - s
+            if size > big * n:
+                offset += 1
+                for a in range(s, e):
+                    inside[o[a]] = True
+                for ia in range(row_lo, row_hi):
+                    if inside[ia]:
+                        for jb in range(n):
+                            if not inside[jb]:
+                                C[ia, jb] -= 1
+                    else:
+                        for jb in range(n):
+                            C[ia, jb] -= 1
+                for a in range(s, e):
+                    inside[o[a]] = False
+            elif size > 1:
                 for a in range(s, e):
                     ia = o[a]
-                    for b in range(a + 1, e):
-                        ib = o[b]
-                        C[ia, ib] += 1
-                        C[ib, ia] += 1
+                    if ia < row_lo or ia >= row_hi:
+                        continue
+                    for b in range(s, e):
+                        C[ia, o[b]] += 1
             s = e
+    return offset
 
 
 @njit(cache=True, nogil=True)
-def _top_k_row(cnt, i, k, perm, out_j, out_c):
-    """The ``k`` columns with the largest positive count, ties by ``perm``."""
+def _top_k_row(cnt, i, k, porder, hist, out_j, out_c):
+    """The ``k`` columns with the largest positive count, ties broken by the
+    seeded permutation (``porder`` lists columns by increasing ``perm``).
+
+    Counting selection, O(n + max count): no sort."""
     n = cnt.shape[0]
-    ncand = 0
+    hist[:] = 0
     for j in range(n):
         if j != i and cnt[j] > 0:
-            ncand += 1
-    keys = np.empty(ncand, dtype=np.int64)
-    cols = np.empty(ncand, dtype=np.int64)
+            hist[cnt[j]] += 1
+    acc = 0
+    v = hist.shape[0] - 1
+    while v > 0 and acc + hist[v] < k:
+        acc += hist[v]
+        v -= 1
     t = 0
+    if v == 0:  # fewer than k positive columns: take them all
+        for j in range(n):
+            if j != i and cnt[j] > 0:
+                out_j[t] = j
+                out_c[t] = cnt[j]
+                t += 1
+        return t
+    need = k - acc  # columns with count == v, first in permutation order
     for j in range(n):
-        if j != i and cnt[j] > 0:
-            keys[t] = -(np.int64(cnt[j]) * n + (n - 1 - perm[j]))
-            cols[t] = j
+        if j != i and cnt[j] > v:
+            out_j[t] = j
+            out_c[t] = cnt[j]
             t += 1
-    kk = k if k < ncand else ncand
-    if ncand > kk:
-        o = np.argsort(keys)
-    else:
-        o = np.arange(ncand)
-    for t in range(kk):
-        out_j[t] = cols[o[t]]
-        out_c[t] = cnt[cols[o[t]]]
-    return kk
+    for r in range(n):
+        if need == 0:
+            break
+        j = porder[r]
+        if j != i and cnt[j] == v:
+            out_j[t] = j
+            out_c[t] = v
+            t += 1
+            need -= 1
+    return t
 
 
 @njit(cache=True, nogil=True)
@@ -605,8 +646,15 @@ def knn_from_counts(C, k, perm):
     cols = np.full((n, k), -1, dtype=np.int64)
     cnts = np.zeros((n, k), dtype=np.int64)
     sizes = np.zeros(n, dtype=np.int64)
+    porder = np.argsort(perm)
+    maxc = 0
     for i in range(n):
-        sizes[i] = _top_k_row(C[i], i, k, perm, cols[i], cnts[i])
+        for j in range(n):
+            if C[i, j] > maxc:
+                maxc = C[i, j]
+    hist = np.zeros(maxc + 1, dtype=np.int64)
+    for i in range(n):
+        sizes[i] = _top_k_row(C[i], i, k, porder, hist, cols[i], cnts[i])
     return cols, cnts, sizes
 
 
@@ -624,12 +672,14 @@ def knn_blockwise(order, gstart, gend, rows, k, perm):
     cnts = np.zeros((nr, k), dtype=np.int64)
     sizes = np.zeros(nr, dtype=np.int64)
     cnt = np.zeros(n, dtype=np.int64)
+    porder = np.argsort(perm)
+    hist = np.zeros(T + 1, dtype=np.int64)
     for ri in range(nr):
         i = rows[ri]
         for t in range(T):
             for a in range(gstart[t, i], gend[t, i]):
                 cnt[order[t, a]] += 1
-        sizes[ri] = _top_k_row(cnt, i, k, perm, cols[ri], cnts[ri])
+        sizes[ri] = _top_k_row(cnt, i, k, porder, hist, cols[ri], cnts[ri])
         for t in range(T):
             for a in range(gstart[t, i], gend[t, i]):
                 cnt[order[t, a]] = 0
