@@ -14,6 +14,11 @@ class URASCParamsSchema(Schema):
     step_model = fields.String(load_default="nonparametric", validate=validate.OneOf(["nonparametric", "parametric"]),
                                metadata={"description": "URASC+N (kNN label entropy) or URASC+P (GMM)"})
     score = fields.String(load_default="product", validate=validate.OneOf(["product", "gradient", "entropy"]))
+    representative = fields.String(load_default="most_similar",
+                                   validate=validate.OneOf(["most_similar", "random", "founder"]))
+    k_growth = fields.String(load_default="sets", validate=validate.OneOf(["sets", "robust"]),
+                             metadata={"description": "robust (with representative=founder) tolerates wrong "
+                                                      "answers better than the paper's rule"})
     n_neighbors = StrictInteger(load_default=20, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))

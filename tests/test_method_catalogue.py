@@ -23,3 +23,12 @@ def test_wire_params_are_estimator_params_with_same_defaults(method):
 def test_estimator_takes_what_the_registry_passes(method):
     names = REGISTRY[method].load_class()().get_params(deep=False)
     assert "n_clusters" in names and "random_state" in names and "callback" in names
+
+
+def test_session_params_are_urasc_params_with_same_defaults():
+    from clustering import URASC
+    from schemas.sessions import URASCParamsSchema
+
+    est = URASC().get_params(deep=False)
+    for name, field in URASCParamsSchema().fields.items():
+        assert name in est and field.load_default == est[name], name
