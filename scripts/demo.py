@@ -2,7 +2,7 @@
 
 The last line printed is one JSON object::
 
-    {"dataset": "wine", "method": "e2cp", "n_constraints": 100, "ari": ..., "ari_unconstrained": ..., "seconds": ...}
+    {"dataset": "wine", "method": "spectral_learning", "n_constraints": 100, "ari": ..., "ari_unconstrained": ..., "seconds": ...}
 
 ``./run.sh serve`` starts the stack and keeps it running until interrupted.
 """
@@ -18,7 +18,7 @@ import requests
 
 from scripts.stack import Stack, wait_ready
 
-DEFAULT_METHOD = "e2cp"
+DEFAULT_METHOD = "spectral_learning"
 
 
 def _raw_dataset(name):
