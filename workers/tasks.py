@@ -56,32 +56,53 @@ def make_callback(store, job_id, interval):
     return callback
 
 
-def top_k_rows(M, k):
-    """Keep each row's ``k`` largest entries (CSR), for large learned matrices."""
+def _top_k_from_blocks(blocks, n, k):
+    """CSR of each row's ``k`` largest off-diagonal entries from dense row blocks.
+
+    ``blocks`` yields ``(first_row, block)`` with ``block`` of shape (b, n),
+    writable (its diagonal entries are overwritten).
+    """
+    rows, cols, vals = [], [], []
+    for lo, S in blocks:
+        S[np.arange(S.shape[0]), np.arange(lo, lo + S.shape[0])] = -np.inf
+        sel = np.argpartition(-S, k - 1, axis=1)[:, :k]
+        rows.append(np.repeat(np.arange(lo, lo + S.shape[0]), k))
+        cols.append(sel.ravel())
+        vals.append(np.take_along_axis(S, sel, axis=1).ravel())
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+
+
+def top_k_rows(M, k, block=1024):
+    """Keep each row's ``k`` largest off-diagonal entries (CSR), for large learned matrices."""
     n = M.shape[0]
     k = min(k, n - 1)
-    rows, cols, vals = [], [], []
-    if sp.issparse(M):
-        M = sp.csr_matrix(M)
-        for i in range(n):
-            start, end = M.indptr[i], M.indptr[i + 1]
-            d, c = M.data[start:end], M.indices[start:end]
-            if d.size > k:
-                sel = np.argpartition(-d, k - 1)[:k]
-                d, c = d[sel], c[sel]
-            rows.append(np.full(d.size, i))
-            cols.append(c)
-            vals.append(d)
-    else:
+    if not sp.issparse(M):
         M = np.asarray(M)
-        for lo in range(0, n, 1024):
-            block = M[lo:lo + 1024].copy()
-            block[np.arange(block.shape[0]), np.arange(lo, lo + block.shape[0])] = -np.inf
-            sel = np.argpartition(-block, k - 1, axis=1)[:, :k]
-            rows.append(np.repeat(np.arange(lo, lo + block.shape[0]), k))
-            cols.append(sel.ravel())
-            vals.append(np.take_along_axis(block, sel, axis=1).ravel())
+        return _top_k_from_blocks(((lo, M[lo:lo + block].copy()) for lo in range(0, n, block)), n, k)
+    M = sp.csr_matrix(M)
+    rows, cols, vals = [], [], []
+    for i in range(n):
+        start, end = M.indptr[i], M.indptr[i + 1]
+        d, c = M.data[start:end], M.indices[start:end]
+        keep = c != i
+        d, c = d[keep], c[keep]
+        if d.size > k:
+            sel = np.argpartition(-d, k - 1)[:k]
+            d, c = d[sel], c[sel]
+        rows.append(np.full(d.size, i))
+        cols.append(c)
+        vals.append(d)
     return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
+
+
+def top_k_rows_from_factor(E, k, block=1024):
+    """Each row's ``k`` largest off-diagonal entries of ``E E^T`` (CSR), blockwise.
+
+    Never holds more than ``block x n`` entries, so a 20000-row kernel costs
+    about 160 MB at a time instead of 3.2 GB.
+    """
+    n = E.shape[0]
+    return _top_k_from_blocks(((lo, E[lo:lo + block] @ E.T) for lo in range(0, n, block)), n, min(k, n - 1))
 
 
 def zscore(X, mean=None, std=None):
@@ -93,25 +114,6 @@ def zscore(X, mean=None, std=None):
         mean, std = X.mean(axis=0), X.std(axis=0)
         std = np.where(std == 0, 1.0, std)
     return (X - np.asarray(mean)) / np.asarray(std)
-
-
-def top_k_rows_from_factor(E, k, block=1024):
-    """Each row's ``k`` largest off-diagonal entries of ``E E^T`` (CSR), blockwise.
-
-    Never holds more than ``block x n`` entries, so a 20000-row kernel costs
-    about 160 MB at a time instead of 3.2 GB.
-    """
-    n = E.shape[0]
-    k = min(k, n - 1)
-    rows, cols, vals = [], [], []
-    for lo in range(0, n, block):
-        S = E[lo:lo + block] @ E.T
-        S[np.arange(S.shape[0]), np.arange(lo, lo + S.shape[0])] = -np.inf
-        sel = np.argpartition(-S, k - 1, axis=1)[:, :k]
-        rows.append(np.repeat(np.arange(lo, lo + S.shape[0]), k))
-        cols.append(sel.ravel())
-        vals.append(np.take_along_axis(S, sel, axis=1).ravel())
-    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(n, n))
 
 
 def _label_codes(labels):
