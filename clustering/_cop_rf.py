@@ -17,7 +17,6 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from threadpoolctl import threadpool_limits
@@ -25,7 +24,6 @@ from threadpoolctl import threadpool_limits
 from . import _cop_rf_kernels as _k
 from ._constraints import check_pairwise
 from ._params import Interval, Options, validate_params
-from ._graph import n_connected_components, normalized_adjacency
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning
 from .validation import check_data, check_n_clusters
@@ -424,7 +422,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         if cb is not None:
             cb("spectral", 0.0)
         spec_seed = int(misc.integers(0, 2**31 - 1))
-        Y, info = _njw(W, K, spec_seed)
+        Y, info = njw_embedding(W, K, random_state=spec_seed)  # CR-11
         if info["n_components_graph"] > K:
             warnings.warn(
                 f"the kNN graph has {info['n_components_graph']} connected components, more than "
@@ -646,40 +644,6 @@ def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
             "bag": bag,
         }
     return out
-
-
-def _njw(W, K, seed, dense_limit=1000):
-    """NJW embedding (CR-11). Small n: the shared dense path with one BLAS
-    thread (as fast, and no OpenBLAS spin-waiting on a busy machine: 2-6 s
-    instead of 0.02 s seen for n = 351). Larger n: ``eigsh(which="LA")`` on
-    the sparse kNN graph as spec §4.8 says (dense ``eigh`` of a 2310-row
-    matrix costs seconds), falling back to the shared solver."""
-    n = W.shape[0]
-    if n <= dense_limit or K >= n - 1:
-        with threadpool_limits(limits=1):
-            return njw_embedding(W, K, random_state=seed)
-    M, isolated = normalized_adjacency(W)
-    v0 = np.random.RandomState(seed).uniform(-1, 1, n)
-    try:
-        vals, vecs = eigsh(M, k=K, which="LA", v0=v0, tol=1e-9, maxiter=n * 20)
-    except ArpackNoConvergence:
-        return njw_embedding(W, K, random_state=seed)
-    order = np.argsort(vals)[::-1]
-    vals, vecs = vals[order], vecs[:, order]
-    top = np.argmax(np.abs(vecs), axis=0)
-    signs = np.sign(vecs[top, np.arange(K)])
-    signs[signs == 0] = 1.0
-    vecs = vecs * signs
-    norms = np.linalg.norm(vecs, axis=1)
-    zero = norms < 1e-12
-    Y = np.zeros_like(vecs)
-    Y[~zero] = vecs[~zero] / norms[~zero, None]
-    info = {
-        "eigenvalues": vals,
-        "zero_rows": np.flatnonzero(zero | isolated).tolist(),
-        "n_components_graph": n_connected_components(W),
-    }
-    return Y, info
 
 
 def _count_matrix(leaves, n_jobs, big=0.75):
