@@ -827,7 +827,6 @@ def _recon_linkage(X, rel, callback=None, *, maintain_tree=True, check_tree=Fals
         nn_d2[j] = np.inf
         # UpdateConstraints (RC-7)
         if occ[j]:
-            j_in_tree = True
             hit = TL == j
             touched = np.flatnonzero(hit.any(axis=1))
             TL[hit] = i

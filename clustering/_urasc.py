@@ -1185,7 +1185,6 @@ class URASC(ClusterMixin, BaseEstimator):
         self.step_scale_ = np.full(n, np.nan)
         self.gradient_ = np.full(n, np.nan)
         fallback = None
-        need_G = self.score in ("product", "gradient")
         need_H = self.score in ("product", "entropy")
         H = self._step_scales(U) if need_H else np.zeros(U.size)
         self.step_scale_[U] = H

@@ -6,7 +6,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.linalg import null_space
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
