@@ -29,15 +29,17 @@ class ApiError(Exception):
     detail : str
     errors : dict of str to list of str, optional
         JSON pointer -> messages.
+    headers : dict, optional
+        Extra response headers (e.g. ``Retry-After``).
     **extra
         More members (e.g. ``conflicts``).
     """
 
-    def __init__(self, status, code, detail, *, title=None, errors=None, **extra):
+    def __init__(self, status, code, detail, *, title=None, errors=None, headers=None, **extra):
         super().__init__(detail)
         self.status, self.code, self.detail = status, code, detail
         self.title = title or _TITLES.get(status, "Error")
-        self.errors, self.extra = errors, extra
+        self.errors, self.headers, self.extra = errors, headers or {}, extra
 
 
 _TITLES = {
@@ -121,7 +123,8 @@ def handle_http_exception(exc):
 
 
 def handle_api_error(exc):
-    return problem_response(exc.status, exc.code, exc.detail, title=exc.title, errors=exc.errors, **exc.extra)
+    return problem_response(exc.status, exc.code, exc.detail, title=exc.title, errors=exc.errors,
+                            headers=exc.headers, **exc.extra)
 
 
 def handle_unavailable(exc):

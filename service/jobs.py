@@ -142,10 +142,9 @@ def get_job(job_id):
 def _result_or_error(store, job_id):
     rec = job_or_404(store, job_id)
     if rec["state"] != "SUCCEEDED":
-        status = 409
         detail = f"job {job_id} is {rec['state']}; results exist only for SUCCEEDED jobs"
         headers = _retry_after() if rec["state"] in ("QUEUED", "RUNNING") else {}
-        raise ApiError(status, "result_not_available", detail, state=rec["state"],
+        raise ApiError(409, "result_not_available", detail, headers=headers, state=rec["state"],
                        **({"job_error": rec["error"]} if rec.get("error") else {}))
     return rec
 

@@ -21,6 +21,8 @@ def test_accepted_job_is_202_with_location_and_retry_after(client, blobs_dataset
     assert r.json["params"]["alpha"] == 0.6  # defaults filled in from the method schema
     got = client.get(r.headers["Location"])
     assert got.status_code == 200 and "Retry-After" in got.headers and got.headers.get("ETag")
+    early = client.get(f"{r.headers['Location']}/result")
+    assert early.status_code == 409 and early.json["state"] == "QUEUED" and "Retry-After" in early.headers
     again = client.get(r.headers["Location"], headers={"If-None-Match": got.headers["ETag"]})
     assert again.status_code == 304
 
