@@ -47,10 +47,15 @@ def live(stack):
 
 @pytest.fixture(scope="session")
 def store(stack):
+    """A store on Redis database 1: no worker consumes its queue, so jobs the
+    service tests submit stay QUEUED however the test modules are ordered."""
+    from dataclasses import replace
+
     from workers.config import Settings
     from workers.store import Store
 
-    return Store.from_settings(Settings.from_env())
+    settings = Settings.from_env()
+    return Store.from_settings(replace(settings, redis_url=settings.redis_url.rsplit("/", 1)[0] + "/1"))
 
 
 @pytest.fixture()
