@@ -16,22 +16,14 @@ from clustering.validation import (
     find_pairwise_conflicts,
 )
 from schemas.constraints import ConstraintsSchema
-from schemas.problems import ProblemSchema
 
 from . import get_store
-from .errors import ApiError, PROBLEM_JSON
+from .errors import ApiError, problem_docs
 
 blp = Blueprint("constraints", __name__, url_prefix="/v1/constraints",
                 description="Check constraint sets for consistency")
 
 PAIR_FIELDS = ("must_link", "cannot_link")
-
-
-def _invalid(prefix, exc):
-    pointer = f"{prefix}/{exc.field}"
-    if exc.index is not None:
-        pointer += "".join(f"/{i}" for i in exc.index)
-    return ApiError(422, "invalid_constraints", str(exc), errors={pointer: [str(exc)]})
 
 
 def present_kinds(constraints):
@@ -83,7 +75,7 @@ def validate_constraints(constraints, n_samples, *, prefix="/constraints"):
             out["hierarchy"] = c["hierarchy"]
             counts["hierarchy_leaves"] = len(leaves)
     except InvalidInputError as exc:
-        raise _invalid(prefix, exc) from exc
+        raise ApiError.from_invalid(exc, "invalid_constraints", prefix) from exc
     total = sum(v for k, v in counts.items() if k != "hierarchy_leaves")
     limit = current_app.config["SHOAL_MAX_CONSTRAINTS"]
     if total > limit:
@@ -111,8 +103,7 @@ class CheckRequestSchema(Schema):
 @blp.route("/check", methods=["POST"])
 @blp.arguments(CheckRequestSchema)
 @blp.response(200)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown dataset")
-@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Malformed constraints")
+@problem_docs(blp, (404, "Unknown dataset"), (422, "Malformed constraints"))
 def check(body):
     """Are these constraints consistent? Lists the contradictions found (synchronous)."""
     from .datasets import dataset_or_404

@@ -4,10 +4,9 @@ from flask import current_app, url_for
 from flask_smorest import Blueprint
 
 from schemas.datasets import DatasetCreateSchema, DatasetSchema
-from schemas.problems import ProblemSchema
 
 from . import get_store
-from .errors import ApiError, PROBLEM_JSON
+from .errors import ApiError, problem_docs
 
 blp = Blueprint("datasets", __name__, url_prefix="/v1/datasets", description="Upload and manage datasets")
 
@@ -40,8 +39,7 @@ def dataset_or_404(store, dataset_id, pointer=None):
 @blp.route("", methods=["POST"])
 @blp.arguments(DatasetCreateSchema)
 @blp.response(201, DatasetSchema)
-@blp.alt_response(413, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Too many rows, columns or bytes")
-@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="NaN, ragged rows, non-numeric cells ...")
+@problem_docs(blp, (413, "Too many rows, columns or bytes"), (422, "NaN, ragged rows, non-numeric cells ..."))
 def create_dataset(body):
     """Upload an (n, d) numeric matrix, optional ground-truth labels and item ids."""
     X = body["data"]
@@ -53,7 +51,7 @@ def create_dataset(body):
 
 @blp.route("/<string:dataset_id>")
 @blp.response(200, DatasetSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired dataset")
+@problem_docs(blp, (404, "Unknown or expired dataset"))
 def get_dataset(dataset_id):
     """Dataset metadata (shape, checksum, timestamps)."""
     return dataset_or_404(get_store(), dataset_id)
@@ -61,7 +59,7 @@ def get_dataset(dataset_id):
 
 @blp.route("/<string:dataset_id>", methods=["DELETE"])
 @blp.response(204)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired dataset")
+@problem_docs(blp, (404, "Unknown or expired dataset"))
 def delete_dataset(dataset_id):
     """Delete a dataset (jobs already finished keep their results)."""
     if not get_store().delete_dataset(dataset_id):

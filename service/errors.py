@@ -10,6 +10,7 @@ import logging
 from flask import current_app, json, request
 from werkzeug.exceptions import HTTPException
 
+from schemas.problems import ProblemSchema
 from workers.store import StoreError
 from workers.submit import QueueError
 
@@ -40,6 +41,26 @@ class ApiError(Exception):
         self.status, self.code, self.detail = status, code, detail
         self.title = title or _TITLES.get(status, "Error")
         self.errors, self.headers, self.extra = errors, headers or {}, extra
+
+
+    @classmethod
+    def from_invalid(cls, exc, code, prefix=""):
+        """422 from a :class:`clustering.exceptions.InvalidInputError`, pointing at
+        ``{prefix}/{field}/{index...}`` so HTTP and ``fit`` report the same reason."""
+        pointer = f"{prefix}/{exc.field}" + "".join(f"/{i}" for i in (exc.index or ()))
+        return cls(422, code, str(exc), errors={pointer: [str(exc)]})
+
+
+def problem_docs(blp, *responses):
+    """Document ``(status, description)`` error responses as problem+json on a view."""
+
+    def decorate(view):
+        for status, description in reversed(responses):
+            view = blp.alt_response(status, schema=ProblemSchema, content_type=PROBLEM_JSON,
+                                    description=description)(view)
+        return view
+
+    return decorate
 
 
 _TITLES = {

@@ -2,10 +2,9 @@
 
 from flask_smorest import Blueprint
 
-from schemas.problems import ProblemSchema
 
 from . import get_store
-from .errors import PROBLEM_JSON, problem_response
+from .errors import problem_docs, problem_response
 
 blp = Blueprint("health", __name__, description="Liveness and readiness probes")
 
@@ -19,7 +18,7 @@ def healthz():
 
 @blp.route("/readyz")
 @blp.response(200)
-@blp.alt_response(503, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Redis or every worker unreachable")
+@problem_docs(blp, (503, "Redis or every worker unreachable"))
 def readyz():
     """Readiness: Redis answers and at least one worker has a live heartbeat."""
     store = get_store()

@@ -7,6 +7,8 @@ from flask import current_app, send_file, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
+from clustering.exceptions import InvalidInputError
+from clustering.validation import check_n_clusters
 from schemas.jobs import (
     AffinityArgsSchema,
     JobCreateSchema,
@@ -16,7 +18,6 @@ from schemas.jobs import (
     PredictRequestSchema,
 )
 from schemas.methods import METHODS
-from schemas.problems import ProblemSchema
 from schemas.results import ResultSchema
 from workers.store import decode_token, load_affinity
 from workers.submit import submit_job
@@ -24,7 +25,7 @@ from workers.submit import submit_job
 from . import get_store
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_size, dataset_or_404
-from .errors import ApiError, PROBLEM_JSON, pointer_messages
+from .errors import ApiError, pointer_messages, problem_docs
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
 
@@ -64,25 +65,25 @@ def _check_method(body, n_samples):
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
                        errors=pointer_messages(exc.messages, "/params")) from exc
-    k = body["n_clusters"]
-    if not 2 <= k <= n_samples:
-        raise ApiError(422, "invalid_n_clusters", f"n_clusters == {k}, must be >= 2 and <= n_samples ({n_samples})",
-                       errors={"/n_clusters": [f"must be between 2 and {n_samples}"]})
+    try:
+        check_n_clusters(body["n_clusters"], n_samples)
+    except InvalidInputError as exc:
+        raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
     accepted = set(METHODS[method]["constraints"])
     for kind in sorted(present_kinds(body.get("constraints")) - accepted):
         what = ", ".join(sorted(accepted)) or "no constraints"
         raise ApiError(422, "unsupported_constraints", f"method {method!r} does not use {kind} constraints "
-                       f"(it accepts: {what})", errors={f"/constraints": [f"{kind} not supported by {method}"]})
+                       f"(it accepts: {what})", errors={"/constraints": [f"{kind} not supported by {method}"]})
     return params
 
 
 @blp.route("", methods=["POST"])
 @blp.arguments(JobCreateSchema)
 @blp.response(202, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown dataset")
-@blp.alt_response(413, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Too many constraints")
-@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Invalid method, parameters or constraints")
-@blp.alt_response(503, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Queue unavailable")
+@problem_docs(blp, (404, "Unknown dataset"),
+              (413, "Too many constraints"),
+              (422, "Invalid method, parameters or constraints"),
+              (503, "Queue unavailable"))
 def create_job(body):
     """Submit a clustering job; poll the returned ``Location``."""
     store = get_store()
@@ -131,7 +132,7 @@ def list_jobs(args):
 @blp.route("/<string:job_id>", methods=["GET"])
 @blp.etag
 @blp.response(200, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
+@problem_docs(blp, (404, "Unknown or expired job"))
 def get_job(job_id):
     """Job state and progress; ``Retry-After`` while not done."""
     rec = job_or_404(get_store(), job_id)
@@ -152,8 +153,7 @@ def _result_or_error(store, job_id):
 @blp.route("/<string:job_id>/result", methods=["GET"])
 @blp.etag
 @blp.response(200, ResultSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
-@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Job not SUCCEEDED (yet)")
+@problem_docs(blp, (404, "Unknown or expired job"), (409, "Job not SUCCEEDED (yet)"))
 def get_result(job_id):
     """Labels, metrics against ground truth, conflicts and method-specific outputs."""
     store = get_store()
@@ -167,8 +167,7 @@ def get_result(job_id):
 @blp.route("/<string:job_id>/affinity", methods=["GET"])
 @blp.arguments(AffinityArgsSchema, location="query")
 @blp.response(200)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown job or no learned matrix")
-@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Job not SUCCEEDED (yet)")
+@problem_docs(blp, (404, "Unknown job or no learned matrix"), (409, "Job not SUCCEEDED (yet)"))
 def get_affinity(args, job_id):
     """Learned affinity / kernel: top-k entries per row (JSON) or the stored sparse matrix (.npz)."""
     store = get_store()
@@ -197,9 +196,9 @@ def get_affinity(args, job_id):
 @blp.route("/<string:job_id>/predict", methods=["POST"])
 @blp.arguments(PredictRequestSchema)
 @blp.response(202, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
-@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Job not SUCCEEDED (yet)")
-@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Rows do not fit the model")
+@problem_docs(blp, (404, "Unknown or expired job"),
+              (409, "Job not SUCCEEDED (yet)"),
+              (422, "Rows do not fit the model"))
 def predict(body, job_id):
     """Assign new rows with a fitted inductive model (DCRC); runs as a job on a worker."""
     store = get_store()
@@ -227,7 +226,7 @@ def predict(body, job_id):
 
 @blp.route("/<string:job_id>/cancel", methods=["POST"])
 @blp.response(202, JobSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown or expired job")
+@problem_docs(blp, (404, "Unknown or expired job"))
 def cancel_job(job_id):
     """Best-effort, idempotent cancellation."""
     rec = get_store().request_cancel(job_id)

@@ -8,7 +8,8 @@ from flask import url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
-from schemas.problems import ProblemSchema
+from clustering.exceptions import InvalidInputError
+from clustering.validation import check_n_clusters
 from schemas.sessions import (
     AnswersRequestSchema,
     AnswersResultSchema,
@@ -24,7 +25,7 @@ from workers.submit import submit_session_update
 
 from . import get_store
 from .datasets import dataset_or_404
-from .errors import PROBLEM_JSON, ApiError, pointer_messages
+from .errors import ApiError, pointer_messages, problem_docs
 
 blp = Blueprint("sessions", __name__, url_prefix="/v1/sessions",
                 description="Active clustering: questions for people and crowds")
@@ -61,8 +62,7 @@ def session_view(ss, rec):
 @blp.route("", methods=["POST"])
 @blp.arguments(SessionCreateSchema)
 @blp.response(201, SessionSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown dataset")
-@blp.alt_response(422, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Invalid session")
+@problem_docs(blp, (404, "Unknown dataset"), (422, "Invalid session"))
 def create_session(body):
     """Open a session on a dataset; a worker computes the first model and question pool."""
     store = get_store()
@@ -72,10 +72,10 @@ def create_session(body):
         raise ApiError(422, "unsupported_question_type",
                        f"strategy {body['strategy']!r} asks pairwise questions; triplet sessions are not offered yet",
                        errors={"/question_type": ["only 'pairwise' is supported by urasc and random"]})
-    k = body["n_clusters"]
-    if k is not None and not 2 <= k <= n:
-        raise ApiError(422, "invalid_n_clusters", f"n_clusters == {k}, must be null or in [2, {n}]",
-                       errors={"/n_clusters": [f"must be null or between 2 and {n}"]})
+    try:
+        k = check_n_clusters(body["n_clusters"], n, allow_none=True)
+    except InvalidInputError as exc:
+        raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
     try:
         params = URASCParamsSchema().load(body["params"])
     except ValidationError as exc:
@@ -93,7 +93,7 @@ def create_session(body):
 @blp.route("/<string:session_id>", methods=["GET"])
 @blp.etag
 @blp.response(200, SessionSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+@problem_docs(blp, (404, "Unknown session"))
 def get_session(session_id):
     """Revision, budget, counters, disagreements and the ModelUpToDate condition."""
     ss = _sessions()
@@ -103,7 +103,7 @@ def get_session(session_id):
 @blp.route("/<string:session_id>/questions", methods=["POST"])
 @blp.arguments(QuestionsRequestSchema)
 @blp.response(200, QuestionsSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+@problem_docs(blp, (404, "Unknown session"))
 def lease_questions(body, session_id):
     """A batch of the next most useful questions (several workers can answer in parallel)."""
     store = get_store()
@@ -123,7 +123,7 @@ def lease_questions(body, session_id):
 @blp.route("/<string:session_id>/answers", methods=["POST"])
 @blp.arguments(AnswersRequestSchema)
 @blp.response(200, AnswersResultSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
+@problem_docs(blp, (404, "Unknown session"))
 def post_answers(body, session_id):
     """Record a batch of answers; each item gets an outcome (accepted, duplicate, late, rejected)."""
     ss = _sessions()
@@ -154,8 +154,7 @@ def post_answers(body, session_id):
 @blp.route("/<string:session_id>/model", methods=["GET"])
 @blp.etag
 @blp.response(200, ModelSchema)
-@blp.alt_response(404, schema=ProblemSchema, content_type=PROBLEM_JSON, description="Unknown session")
-@blp.alt_response(409, schema=ProblemSchema, content_type=PROBLEM_JSON, description="No model yet")
+@problem_docs(blp, (404, "Unknown session"), (409, "No model yet"))
 def get_model(session_id):
     """Labels and derived constraints at ``observed_revision``."""
     store = get_store()

@@ -21,6 +21,8 @@ re-clustering run on a worker (``workers.session_tasks``).
 import json
 import time
 
+import redis
+
 from .store import PREFIX, dumps, new_id, utcnow_iso
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -126,9 +128,8 @@ class SessionStore:
                                             "updated_at": json.dumps(utcnow_iso())})
                     pipe.execute()
                     return revision + revision_step
-                except Exception as exc:  # redis.WatchError: retry
-                    if type(exc).__name__ != "WatchError":
-                        raise
+                except redis.WatchError:
+                    continue
 
     # ----------------------------------------------------------- estimator state
     def save_state(self, sid, state):
