@@ -410,3 +410,53 @@ def test_callback_is_called_and_may_cancel():
 
     with pytest.raises(RuntimeError):
         URASC(budget=5, callback=cancel).fit(X, oracle=_oracle(y))
+
+
+# ----------------------------------------------------------------------------- extensions
+
+def test_local_kernel_graph_properties():
+    from clustering._urasc import _local_knn_affinity
+
+    X, _ = _blobs(80, 3, seed=11)
+    W, sigma = _local_knn_affinity(X, 10)
+    A = W.toarray()
+    assert sigma > 0
+    np.testing.assert_allclose(A, A.T)
+    assert np.all(np.diag(A) == 0) and A.min() >= 0 and A.max() <= 1
+    assert np.all((A > 0).sum(axis=1) >= 10)  # union of kNN lists
+    est = URASC(budget=0, random_state=0, n_neighbors=10).fit(X)
+    assert isinstance(est.affinity_matrix_, np.ndarray)  # dense storage for small n
+    paper = URASC(budget=0, random_state=0, kernel="gaussian", n_neighbors=10).fit(X)
+    Wg, _ = gaussian_affinity(X, n_neighbors=10)
+    np.testing.assert_allclose(paper.affinity_matrix_, Wg)
+
+
+@pytest.mark.parametrize("assign", ["propagate", "kmeans"])
+def test_propagated_labels_respect_certain_sets(assign):
+    X, y = _blobs(60, 3, seed=12, std=2.5)
+    est = URASC(n_clusters=3, budget=30, assign=assign, random_state=4).fit(X, oracle=_oracle(y))
+    sets = est.certain_sets_
+    if assign == "propagate" and len(sets) == 3:
+        for l, s in enumerate(sets):
+            assert np.all(est.labels_[s] == l)
+    assert est.labels_.min() >= 0 and est.labels_.max() < est.n_clusters_
+
+
+def test_explore_asks_the_farthest_sample_first():
+    X, y = _blobs(50, 3, seed=13)
+    est = URASC(budget=10, explore=1.0, random_state=5).fit(X)
+    q = est.suggest_queries(1)[0]
+    first = est.certain_sets_[0][0]
+    d = ((X - X[first]) ** 2).sum(1)
+    d[first] = -1
+    assert q["i"] == int(np.argmax(d))
+
+
+def test_old_states_without_kernel_restore_the_paper_graph():
+    X, y = _blobs(40, 3, seed=14)
+    est = URASC(budget=10, random_state=1, kernel="gaussian").fit(X)
+    state = json.loads(json.dumps(est.get_state()))
+    del state["params"]["kernel"]
+    clone = URASC.from_state(X, state)
+    assert clone.kernel == "gaussian"
+    assert clone.suggest_queries(1) == est.suggest_queries(1)
