@@ -113,7 +113,7 @@ def test_equal_values_cannot_link_blocks_feature_must_link_does_not():
 
 
 # ---------------------------------------------------------------- tree structure
-@pytest.mark.parametrize("policy", ["literal", "relaxed"])
+@pytest.mark.parametrize("policy", ["literal", "relaxed", "separate"])
 def test_every_split_respects_its_node_constraints(policy):
     X, y = _blobs(n=60, k=3, d=3, seed=1, std=1.5)
     pairs, kind = _pairs(y, 30, np.random.default_rng(1))
@@ -209,7 +209,34 @@ def test_filter_and_policy_irrelevant_without_cannot_links():
     ml = np.array([[0, 1], [2, 3], [4, 5]])
     c = COPRF(3, cannot_link_policy="literal", **kw).fit(X, pairs=ml, pair_kind=[1, 1, 1]).affinity_matrix_
     d = COPRF(3, cannot_link_policy="relaxed", **kw).fit(X, pairs=ml, pair_kind=[1, 1, 1]).affinity_matrix_
-    assert np.array_equal(c, d)
+    e = COPRF(3, cannot_link_policy="separate", **kw).fit(X, pairs=ml, pair_kind=[1, 1, 1]).affinity_matrix_
+    assert np.array_equal(c, d) and np.array_equal(c, e)
+
+
+def test_marginal_pseudo_samples_are_observed_values():
+    # Addcl1: pseudo values are drawn from the observed values of each
+    # feature, so every threshold is the midpoint of two observed values
+    # (CR-7 candidates, 4.4 step 7); uniform pseudo values (CR-1) fall
+    # between observed values and yield other thresholds.
+    X, y = _blobs(n=60, seed=13, std=1.5)
+    pairs, kind = _pairs(y, 12, np.random.default_rng(3))
+    mids = []
+    for f in range(X.shape[1]):
+        u = np.unique(X[:, f])
+        mids.append(set((u[:, None] / 2.0 + u[None, :] / 2.0).ravel().tolist()))
+    share = {}
+    for mode in ("marginal", "uniform"):
+        model = COPRF(3, n_estimators=8, filter_repeats=20, pseudo_samples=mode, keep_trees=True, random_state=4)
+        model.fit(X, pairs=pairs, pair_kind=kind)
+        hits = [
+            float(t) in mids[f]
+            for tree in model.trees_
+            for f, t in zip(tree["feature"], tree["threshold"])
+            if f >= 0
+        ]
+        share[mode] = np.mean(hits)
+    assert share["marginal"] == 1.0
+    assert share["uniform"] < 0.9
 
 
 # ---------------------------------------------------------------- quality
@@ -322,6 +349,7 @@ def test_callback_progress_and_cancellation():
         dict(n_estimators=0),
         dict(filter_fraction=1.0),
         dict(cannot_link_policy="nope"),
+        dict(pseudo_samples="normal"),
         dict(max_features=0),
         dict(n_neighbors=0),
         dict(store_affinity="sparse"),
