@@ -55,6 +55,15 @@ CONFIGS = (
     + [(m, "known", 0.10) for m in ("URASC+N", "URASC+N/robust")]
 )
 
+# The reduced matrix run for issue #4 on a shared 2-core machine (--configs final).
+FINAL = (
+    [(m, "unknown", 0.0) for m in ("URASC+N", "random", "URASC+N/B10")]
+    + [(m, "known", 0.0) for m in ("URASC+N", "random")]
+    + [("URASC+N", "unknown", 0.02)]
+    + [(m, "unknown", 0.10) for m in ("URASC+N", "URASC+N/robust")]
+    + [("URASC+N", "known", 0.10)]
+)
+
 # anchors.md, active pairwise: COBRAS (K unknown) and best K-known peer, at 10/20/50/100/150/200.
 ANCHORS = {
     "iris": {"cobras": [.62, .62, .77, .87, .91, .91], "kknown": [.60, .63, .86, 1, 1, 1]},
@@ -197,7 +206,8 @@ def main(argv=None):
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     ap.add_argument("--methods", default=None, help="comma list; default: the CONFIGS matrix")
     ap.add_argument("--configs", default=None,
-                    help="subset of the matrix: 'main' (noise-free, K unknown + known) or 'noise'")
+                    help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
+                         "(the reduced FINAL matrix)")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
     ap.add_argument("--letter-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "active.json"))
@@ -226,6 +236,8 @@ def main(argv=None):
         configs = [c for c in configs if c[0] in keep]
     if args.configs == "main":
         configs = [c for c in configs if c[2] == 0.0]
+    elif args.configs == "final":
+        configs = list(FINAL)
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
     result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,

@@ -460,3 +460,11 @@ def test_old_states_without_kernel_restore_the_paper_graph():
     clone = URASC.from_state(X, state)
     assert clone.kernel == "gaussian"
     assert clone.suggest_queries(1) == est.suggest_queries(1)
+
+
+def test_set_agreement_is_matching_fraction():
+    from clustering._urasc import _set_agreement
+
+    labels = np.array([2, 2, 0, 0, 1, 1, 1])
+    assert _set_agreement(labels, [[0, 1], [2, 3], [4, 5]]) == 1.0  # any label permutation
+    assert _set_agreement(labels, [[0, 2], [4, 5]]) == 0.75  # sample 2 is split from its set
