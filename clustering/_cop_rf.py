@@ -50,7 +50,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         Nodes with fewer training samples become leaves (paper phi = 1).
     max_depth : int or None, default=None
         Maximum tree depth (root = depth 0).
-    cannot_link_policy : {"separate", "relaxed", "literal", "strict"}, default="separate"
+    cannot_link_policy : {"relaxed", "separate", "literal", "strict"}, default="relaxed"
         "literal" (alias "strict") is the paper's Algorithm 1: a split must
         keep every active must-link together and cut every active
         cannot-link, else the node is a leaf. "relaxed" (spec §4.3) falls
@@ -60,12 +60,12 @@ class COPRF(ClusterMixin, BaseEstimator):
         cannot-link is split by that last rule instead of becoming a leaf, so
         in-bag cannot-links end in different leaves whenever a must-link-free
         axis cut exists. Must-links are never cut by any policy (below the
-        root; see ``filter_constraints``). [deviation]: the default was
-        "relaxed" (spec §4.3) and is now "separate" because, with the filter
-        on (T=100, 4-6 trials, mean ARI at 20/60/100 pairs), it matched or
-        beat "relaxed" everywhere measured: segment210 clean .46/.56/.61 vs
-        .45/.55/.52, ionosphere 15%-noisy .02/.06/.27 vs .02/.05/.22,
-        iris and wine equal within .02; see bench/results/passive_cop_rf_*.
+        root; see ``filter_constraints``). "separate" is the better choice
+        measured so far (bench/results/passive_cop_rf_separate_*.json, 10
+        trials, T=1000): area under the ARI curve on ionosphere .58 clean /
+        .30 noisy against .39 / .20 for "relaxed", iris 3.50 / 3.33 for
+        both; it is not yet the default only because the service schema
+        (``schemas/methods.py``) declares "relaxed" as the wire default.
     filter_constraints : bool, default=True
         Run the root-node noisy-constraint filter (CR-12..CR-14).
     filter_fraction : float, default=0.5
@@ -165,10 +165,9 @@ class COPRF(ClusterMixin, BaseEstimator):
     Eqs. 7-8 (CR-12..CR-14), tree and forest affinity Eq. 6 (CR-8, CR-9),
     kNN graph (CR-10) and NJW spectral clustering (CR-11).
 
-    Deviations (spec-marked): the default ``cannot_link_policy="separate"``
+    Deviations (spec-marked): the default ``cannot_link_policy="relaxed"``
     (spec §7.1: the literal rule turns most roots into leaves once a bag
-    holds a few dozen cannot-links across three or more clusters; see the
-    parameter for why "separate" rather than "relaxed"); the
+    holds a few dozen cannot-links across three or more clusters); the
     filter repetitions share the root features. Duplicate pairs are merged
     summing weights; a pair given as both kinds keeps the kind of larger
     summed weight (dropped on a tie). When every tree's root is a leaf the
@@ -205,7 +204,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         max_features="sqrt",
         min_samples_split=2,
         max_depth=None,
-        cannot_link_policy="separate",
+        cannot_link_policy="relaxed",
         filter_constraints=True,
         filter_fraction=0.5,
         filter_repeats=500,
