@@ -207,7 +207,7 @@ def main(argv=None):
     ap.add_argument("--methods", default=None, help="comma list; default: the CONFIGS matrix")
     ap.add_argument("--configs", default=None,
                     help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
-                         "(the reduced FINAL matrix)")
+                         "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part)")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
     ap.add_argument("--letter-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "active.json"))
@@ -236,8 +236,8 @@ def main(argv=None):
         configs = [c for c in configs if c[0] in keep]
     if args.configs == "main":
         configs = [c for c in configs if c[2] == 0.0]
-    elif args.configs == "final":
-        configs = list(FINAL)
+    elif args.configs in ("final", "final_main", "final_noise"):
+        configs = [c for c in FINAL if args.configs == "final" or (c[2] == 0.0) == (args.configs == "final_main")]
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
     result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,
