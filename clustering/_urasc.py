@@ -260,6 +260,25 @@ def _spread_labels(W, sets, alpha):
     return labels
 
 
+def _full_generalized_embedding(W, q):
+    """Same output as ``generalized_embedding`` (q smallest lambda, D-orthonormal
+    V, isolated rows zero) from a full ``numpy.linalg.eigh`` of the normalized
+    adjacency; signs fixed so each column's largest-magnitude entry is positive."""
+    A = W.toarray() if sp.issparse(W) else np.asarray(W)
+    d = A.sum(axis=1)
+    iso = d <= 0
+    inv = np.zeros_like(d)
+    inv[~iso] = 1.0 / np.sqrt(d[~iso])
+    with threadpool_limits(limits=1):
+        mu, U = np.linalg.eigh(A * inv[:, None] * inv[None, :])
+    U = U[:, ::-1][:, :q]
+    mu = mu[::-1][:q]
+    idx = np.argmax(np.abs(U), axis=0)
+    sg = np.sign(U[idx, np.arange(U.shape[1])])
+    sg[sg == 0] = 1.0
+    return U * sg * inv[:, None], 1.0 - mu
+
+
 def _set_agreement(labels, sets):
     """Fraction of certain samples whose label matches their set under the best
     one-to-one matching of sets to labels (Hungarian)."""
@@ -1110,7 +1129,14 @@ class URASC(ClusterMixin, BaseEstimator):
             order = np.argsort(lam, kind="stable")
             return Vv[:, order], lam[order]
         if q >= n - 1 or (not self._sparse and n <= _DENSE_FULL_EIG_LIMIT):
-            V, lam = generalized_embedding(W, q, random_state=seed)
+            try:
+                V, lam = generalized_embedding(W, q, random_state=seed)
+            except np.linalg.LinAlgError:
+                # LAPACK's subset driver (evr) can fail with "Internal Error" on
+                # kNN graphs with many repeated eigenvalues; the full
+                # divide-and-conquer solver does not.
+                self._counters["eigh_fallbacks"] = self._counters.get("eigh_fallbacks", 0) + 1
+                V, lam = _full_generalized_embedding(W, q)
             order = np.argsort(lam, kind="stable")
             return V[:, order], lam[order]
         d = np.asarray(W.sum(axis=1)).ravel()

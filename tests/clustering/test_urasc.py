@@ -468,3 +468,16 @@ def test_set_agreement_is_matching_fraction():
     labels = np.array([2, 2, 0, 0, 1, 1, 1])
     assert _set_agreement(labels, [[0, 1], [2, 3], [4, 5]]) == 1.0  # any label permutation
     assert _set_agreement(labels, [[0, 2], [4, 5]]) == 0.75  # sample 2 is split from its set
+
+
+def test_full_eigh_fallback_matches_subset_solver():
+    from clustering._urasc import _full_generalized_embedding, _local_knn_affinity
+
+    X, _ = _blobs(60, 3, seed=15)
+    W = _local_knn_affinity(X, 8)[0].toarray()
+    V1, l1 = generalized_embedding(W, 5)
+    V2, l2 = _full_generalized_embedding(W, 5)
+    np.testing.assert_allclose(l1, l2, atol=1e-10)
+    d = W.sum(1)
+    np.testing.assert_allclose(V2.T @ (V2 * d[:, None]), np.eye(5), atol=1e-8)  # D-orthonormal
+    np.testing.assert_allclose(np.abs(V1[:, 3:]), np.abs(V2[:, 3:]), atol=1e-6)  # simple eigenvalues
