@@ -69,6 +69,8 @@ METHODS = {
     "cop_rf_marginal": Method(lambda k, rs: COPRF(n_clusters=k, pseudo_samples="marginal", random_state=rs)),
     "ccskl": Method(lambda k, rs: CCSKL(n_clusters=k, random_state=rs)),
     "ccskl_select": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", random_state=rs)),
+    "ccskl_paper": Method(lambda k, rs: CCSKL(n_clusters=k, weighting="none", random_state=rs)),
+    "ccskl_paper_select": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", weighting="none", random_state=rs)),
 }
 
 DATASETS = ["iris", "wine", "ionosphere", "segment", "segment210", "wdbc"]

@@ -159,7 +159,7 @@ def test_objective_matches_quadratic_form_and_direct_sum():
     X, y = _blobs(n=150, seed=5)
     P, kind = _pairs_from_labels(y, 60, np.random.default_rng(5))
     w = np.random.default_rng(6).uniform(0.3, 1.0, len(P))
-    est = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    est = CCSKL(n_clusters=4, weighting="none", random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
     K = est.kernel_matrix_
     # Eq. (8): ordered pairs, weights replace c_ij (squared), c_ii = 1
     direct = np.sum((np.diag(K) - 1.0) ** 2)
@@ -419,6 +419,9 @@ def test_callback_called_and_can_cancel():
         {"pair_convention": "both"},
         {"affinity": "rbf"},
         {"n_init": 0},
+        {"weighting": "auto"},
+        {"balance": 0.0},
+        {"balance": -1.0},
     ],
 )
 def test_invalid_parameters_raise(params):
@@ -465,3 +468,78 @@ def test_sigma_select_picks_a_paper_candidate_by_held_out_constraints():
     few = CCSKL(n_clusters=4, sigma="select", random_state=0).fit(X, pairs=P[:1], pair_kind=kind[:1])
     assert not few.diagnostics_["sigma_selection"]["applied"]
     assert few.sigma_ == pytest.approx(few.diagnostics_["sigma_selection"]["r"])
+
+
+# --- constraint balancing (weighting="balanced", paper §4.4 weights) -----------------------
+
+
+def test_balance_rows_sets_total_constraint_weight_and_keeps_ratios():
+    F, P, kind, w = _random_problem(n=50, m=6, seed=30)
+    w[:5] = 0.0
+    I, J, t, c = _target_rows(50, P, kind, w, "ordered")
+    cb = _ccskl._balance_rows(c, 50, 7.5)
+    assert np.array_equal(cb[:50], c[:50])
+    assert np.sum(cb[50:] ** 2) == pytest.approx(7.5 * 50, rel=1e-12)
+    ratio = cb[50:][w > 0] / c[50:][w > 0]
+    assert np.allclose(ratio, ratio[0], rtol=1e-12)
+    assert np.all(cb[50:][w == 0] == 0.0)
+    I0, J0, t0, c0 = _target_rows(50, P[:0], kind[:0], w[:0], "ordered")
+    assert np.array_equal(_ccskl._balance_rows(c0, 50, 7.5), c0)
+
+
+def test_balanced_fit_solves_the_reweighted_qp_exactly():
+    X, y = _blobs(n=160, seed=31, std=1.6)
+    P, kind = _pairs_from_labels(y, 30, np.random.default_rng(31))
+    w = np.random.default_rng(32).uniform(0.3, 1.0, len(P))
+    for weighting in ("balanced", "none"):
+        est = CCSKL(n_clusters=4, n_components=6, weighting=weighting, balance=4.0, random_state=0)
+        est.fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+        I, J, t, c = _target_rows(160, P, kind, w, "ordered")
+        if weighting == "balanced":
+            c = _ccskl._balance_rows(c, 160, 4.0)
+        A, b, _ = _qp_terms(est.eigenvectors_, I, J, t, c)
+        z, _ = _qp_bruteforce(A, b)
+        assert np.allclose(est.beta_, z, rtol=1e-7, atol=1e-7 * np.abs(z).max())
+        assert est.diagnostics_["weighting"] == weighting
+
+
+def test_balanced_is_invariant_to_common_weight_scale_and_convention():
+    X, y = _blobs(n=150, seed=33, std=1.5)
+    P, kind = _pairs_from_labels(y, 40, np.random.default_rng(33))
+    w = np.random.default_rng(34).uniform(0.2, 1.0, len(P))
+    a = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    b = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=0.3 * w)
+    c = CCSKL(n_clusters=4, pair_convention="unordered", random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    for other in (b, c):
+        assert np.allclose(a.beta_, other.beta_, rtol=1e-8, atol=1e-8 * a.beta_.max())
+    paper = CCSKL(n_clusters=4, weighting="none", random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    paper_scaled = CCSKL(n_clusters=4, weighting="none", random_state=0).fit(
+        X, pairs=P, pair_kind=kind, pair_weight=0.3 * w
+    )
+    assert not np.allclose(paper.beta_, paper_scaled.beta_, rtol=1e-3)
+
+
+@pytest.mark.parametrize("seed", [35, 36])
+def test_more_balance_never_worsens_the_constraint_fit(seed):
+    # Weighted least squares: raising the weight of one group of rows cannot
+    # increase that group's residual (nor decrease the other group's).
+    X, y = _blobs(n=200, seed=seed, std=1.8)
+    P, kind = _pairs_from_labels(y, 50, np.random.default_rng(seed))
+    res = []
+    for bal in (0.1, 1.0, 10.0, 100.0):
+        est = CCSKL(n_clusters=4, balance=bal, random_state=0).fit(X, pairs=P, pair_kind=kind)
+        K = est.kernel(np.arange(200), np.arange(200))
+        t = (kind == 1).astype(float)
+        res.append((np.sum((K[P[:, 0], P[:, 1]] - t) ** 2), np.sum((np.diag(K) - 1.0) ** 2)))
+    con, dia = np.array(res).T
+    assert np.all(np.diff(con) <= 1e-9 * max(1.0, con.max()))
+    assert np.all(np.diff(dia) >= -1e-9 * max(1.0, dia.max()))
+
+
+def test_contradictory_constraints_do_not_fail_with_balancing():
+    X, y = _blobs(n=120, seed=37)
+    P = np.array([[0, 1], [0, 1], [1, 2], [0, 2]])
+    kind = np.array([1, -1, 1, -1])
+    for weighting in ("balanced", "none"):
+        est = CCSKL(n_clusters=4, weighting=weighting, random_state=0).fit(X, pairs=P, pair_kind=kind)
+        assert np.all(np.isfinite(est.beta_)) and np.all(np.diff(est.beta_) <= 1e-12 * est.beta_.max())
