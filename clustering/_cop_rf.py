@@ -88,6 +88,21 @@ class COPRF(ClusterMixin, BaseEstimator):
         ~.01 with "uniform" (kNN graph, k=N/10), but constraints then add
         little (T=100, 6 trials: .14/.16/.16 at 20/60/100 pairs without the
         filter); it is therefore not the default.
+    affinity_samples : {"all", "in_bag"}, default="all"
+        Which co-occurrences make the forest affinity. "all" (spec CR-8/9):
+        every real point is routed through every tree and
+        A_ij = (trees with i, j in one leaf) / T. "in_bag" (option): a tree
+        votes on (i, j) only when its bag holds both points (the paper's
+        Eq. 6 speaks of "the training samples at its leaves"), so
+        A_ij = (such trees with i, j in one leaf) / (trees whose bag holds
+        both), 0 when no bag held both. Every tree whose bag holds a
+        must-link pair then votes 1 for it, and out-of-bag routing no longer
+        dilutes the constraints: on ionosphere (T=200, 6 trials, policy
+        "separate") mean ARI at 20/60/100 pairs .02/.14/.45 clean and
+        .02/.09/.32 noisy against .02/.10/.23 and .02/.07/.24 with "all";
+        iris, wine and segment210 equal within about .03 (4 trials). Costs
+        a dense (n, n) matrix (memory O(n^2) even with
+        ``store_affinity="none"``) and O(T (0.63 n)^2) time.
     n_neighbors : "auto" or int, default="auto"
         k of the kNN graph; "auto" = max(1, min(n - 1, round(n / 10))).
     store_affinity : {"auto", "dense", "none"}, default="auto"
@@ -211,6 +226,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         filter_share_features=True,
         filter_score="strict",
         pseudo_samples="uniform",
+        affinity_samples="all",
         n_neighbors="auto",
         store_affinity="auto",
         keep_leaves=False,
@@ -232,6 +248,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         self.filter_share_features = filter_share_features
         self.filter_score = filter_score
         self.pseudo_samples = pseudo_samples
+        self.affinity_samples = affinity_samples
         self.n_neighbors = n_neighbors
         self.store_affinity = store_affinity
         self.keep_leaves = keep_leaves
@@ -259,6 +276,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         "filter_share_features": [bool],
         "filter_score": [Options("strict", "soft")],
         "pseudo_samples": [Options("uniform", "marginal")],
+        "affinity_samples": [Options("all", "in_bag")],
         "n_neighbors": [Options("auto"), Interval(numbers.Integral, 1, None)],
         "store_affinity": [Options("auto", "dense", "none")],
         "keep_leaves": [bool],
@@ -358,9 +376,12 @@ class COPRF(ClusterMixin, BaseEstimator):
 
         leaves = np.empty((T, n), dtype=np.int32)
         root_leaf = np.zeros(T, dtype=bool)
+        in_bag = np.zeros((T, n), dtype=bool) if self.affinity_samples == "in_bag" else None
         for t, res in enumerate(results):
             leaves[t] = res["leaves"]
             root_leaf[t] = res["root_leaf"]
+            if in_bag is not None:
+                in_bag[t, res["bag"]] = True
 
         # ---- constraint scores (CR-15)
         score_sum = np.zeros(u)
@@ -415,7 +436,15 @@ class COPRF(ClusterMixin, BaseEstimator):
         offset = T - nondeg.size  # root-leaf trees join every pair
         use = leaves[nondeg]
         dense = self.store_affinity == "dense" or (self.store_affinity == "auto" and n <= DENSE_AFFINITY_LIMIT)
-        if dense:
+        if in_bag is not None:
+            A = _in_bag_affinity(leaves, in_bag, n_jobs)
+            cols, sizes = _k.knn_from_affinity(A, k, perm)
+            rows = np.repeat(np.arange(n), k)
+            valid = cols.ravel() >= 0
+            vals = A[rows[valid], cols.ravel()[valid]]
+            if not dense:
+                A = None
+        elif dense:
             C = _count_matrix(use, n_jobs)
             cols, cnts, sizes = _k.knn_from_counts(C, k, perm)
             A = (C + float(offset)) / T
@@ -424,9 +453,10 @@ class COPRF(ClusterMixin, BaseEstimator):
         else:
             cols, cnts, sizes = _knn_blockwise(use, k, perm, n_jobs)
             A = None
-        rows = np.repeat(np.arange(n), k)
-        valid = cols.ravel() >= 0
-        vals = (cnts.ravel()[valid] + offset) / T
+        if in_bag is None:
+            rows = np.repeat(np.arange(n), k)
+            valid = cols.ravel() >= 0
+            vals = (cnts.ravel()[valid] + offset) / T
         W = sp.csr_matrix((vals, (rows[valid], cols.ravel()[valid])), shape=(n, n))
         W = sp.csr_matrix(W.maximum(W.T))
         W.sort_indices()
@@ -643,6 +673,7 @@ def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
     internal = feature >= 0
     out = {
         "leaves": leaves,
+        "bag": bag,
         "root_leaf": bool(feature[0] < 0),
         "pt": pt,
         "scores": scores,
@@ -686,6 +717,23 @@ def _count_matrix(leaves, n_jobs, big=0.75):
     C += np.int32(offsets[0])  # every part sees the same big leaves
     np.fill_diagonal(C, 0)
     return C
+
+
+def _in_bag_affinity(leaves, in_bag, n_jobs):
+    """A_ij = (#trees with i, j in the bag and in one leaf) / (#trees with
+    i, j in the bag); 0 when no bag held both; zero diagonal."""
+    T, n = leaves.shape
+    C = np.zeros((n, n), dtype=np.int32)
+    N = np.zeros((n, n), dtype=np.int32)
+    n_parts = max(1, min(n_jobs, n // 64))
+    cuts = np.linspace(0, n, n_parts + 1).round().astype(int)
+    Parallel(n_jobs=n_parts, backend="threading")(
+        delayed(_k.accumulate_in_bag)(leaves, in_bag, cuts[i], cuts[i + 1], C, N) for i in range(n_parts)
+    )
+    A = np.zeros((n, n))
+    np.divide(C, N, out=A, where=N > 0)
+    np.fill_diagonal(A, 0.0)
+    return A
 
 
 def _knn_blockwise(leaves, k, perm, n_jobs, block=256):

@@ -684,3 +684,59 @@ def knn_blockwise(order, gstart, gend, rows, k, perm):
             for a in range(gstart[t, i], gend[t, i]):
                 cnt[order[t, a]] = 0
     return cols, cnts, sizes
+
+
+@njit(cache=True, nogil=True)
+def accumulate_in_bag(leaves, in_bag, row_lo, row_hi, C, N):
+    """In-bag co-occurrence (option ``affinity_samples="in_bag"``).
+
+    For rows ``row_lo <= i < row_hi``: ``N[i, j]`` += 1 for every tree whose
+    bag holds both i and j, ``C[i, j]`` += 1 when they also share a leaf.
+    """
+    T = leaves.shape[0]
+    n = leaves.shape[1]
+    members = np.empty(n, dtype=np.int64)
+    for t in range(T):
+        row = leaves[t]
+        m = 0
+        for j in range(n):
+            if in_bag[t, j]:
+                members[m] = j
+                m += 1
+        for a in range(m):
+            i = members[a]
+            if i < row_lo or i >= row_hi:
+                continue
+            li = row[i]
+            for b in range(m):
+                j = members[b]
+                N[i, j] += 1
+                if row[j] == li:
+                    C[i, j] += 1
+
+
+@njit(cache=True, nogil=True)
+def knn_from_affinity(A, k, perm):
+    """Row-wise top-k of a dense float affinity: the ``k`` largest positive
+    entries off the diagonal, ties broken by the seeded permutation (CR-10).
+    Returns (cols (n,k) int64, -1 padded, sizes (n,))."""
+    n = A.shape[0]
+    cols = np.full((n, k), -1, dtype=np.int64)
+    sizes = np.zeros(n, dtype=np.int64)
+    porder = np.argsort(perm)
+    key = np.empty(n)
+    for i in range(n):
+        for r in range(n):
+            key[r] = -A[i, porder[r]]
+        o = np.argsort(key, kind="mergesort")
+        t = 0
+        for r in range(n):
+            if t == k:
+                break
+            j = porder[o[r]]
+            if j == i or A[i, j] <= 0.0:
+                continue
+            cols[i, t] = j
+            t += 1
+        sizes[i] = t
+    return cols, sizes

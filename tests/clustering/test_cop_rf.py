@@ -213,6 +213,28 @@ def test_filter_and_policy_irrelevant_without_cannot_links():
     assert np.array_equal(c, d) and np.array_equal(c, e)
 
 
+def test_in_bag_affinity_holds_must_links_and_matches_its_graph():
+    # Without the root filter no policy cuts an in-bag must-link, so with
+    # affinity_samples="in_bag" every covered must-link pair has affinity 1.
+    X, y = _blobs(n=70, seed=14, std=2.5)
+    pairs, kind = _pairs(y, 30, np.random.default_rng(8))
+    for policy in ("relaxed", "separate"):
+        fits = [
+            COPRF(3, n_estimators=12, cannot_link_policy=policy, filter_constraints=False,
+                  affinity_samples="in_bag", n_jobs=nj, random_state=6).fit(X, pairs=pairs, pair_kind=kind)
+            for nj in (1, 2)
+        ]
+        A = fits[0].affinity_matrix_
+        assert np.array_equal(A, fits[1].affinity_matrix_)
+        assert np.array_equal(fits[0].labels_, fits[1].labels_)
+        assert np.array_equal(A, A.T) and np.all(np.diag(A) == 0) and A.min() >= 0 and A.max() <= 1
+        ml = (kind > 0) & (fits[0].constraint_coverage_ > 0)
+        assert ml.any() and np.all(A[pairs[ml, 0], pairs[ml, 1]] == 1.0)
+        W = fits[0].knn_graph_.tocoo()
+        assert np.array_equal(W.data, A[W.row, W.col])
+        assert (fits[0].knn_graph_ != fits[0].knn_graph_.T).nnz == 0
+
+
 def test_marginal_pseudo_samples_are_observed_values():
     # Addcl1: pseudo values are drawn from the observed values of each
     # feature, so every threshold is the midpoint of two observed values
@@ -350,6 +372,7 @@ def test_callback_progress_and_cancellation():
         dict(filter_fraction=1.0),
         dict(cannot_link_policy="nope"),
         dict(pseudo_samples="normal"),
+        dict(affinity_samples="oob"),
         dict(max_features=0),
         dict(n_neighbors=0),
         dict(store_affinity="sparse"),
