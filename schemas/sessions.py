@@ -19,6 +19,13 @@ class URASCParamsSchema(Schema):
     k_growth = fields.String(load_default="sets", validate=validate.OneOf(["sets", "robust"]),
                              metadata={"description": "robust (with representative=founder) tolerates wrong "
                                                       "answers better than the paper's rule"})
+    kernel = fields.String(load_default="local", validate=validate.OneOf(["local", "gaussian"]),
+                           metadata={"description": "local: self-tuning kNN graph (default); gaussian: the "
+                                                    "paper's dense Gaussian graph"})
+    assign = fields.String(load_default="auto", validate=validate.OneOf(["auto", "kmeans", "propagate"]),
+                           metadata={"description": "final labels: kmeans on the embedding (paper), propagate "
+                                                    "(label spreading from the certain sets), or auto (kmeans "
+                                                    "unless it contradicts the answered sets)"})
     n_neighbors = StrictInteger(load_default=20, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))
@@ -44,7 +51,7 @@ class SessionCreateSchema(Schema):
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
                               metadata={"description": "questions kept ready for parallel workers"})
     scale = fields.String(load_default="zscore", validate=validate.OneOf(["none", "zscore"]),
-                          metadata={"description": "feature scaling before the Gaussian graph (URASC spec: z-score)"})
+                          metadata={"description": "feature scaling before the graph (URASC spec: z-score)"})
     params = fields.Dict(keys=fields.String(), load_default=dict)
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
 
