@@ -45,6 +45,8 @@ METHODS = {
     "URASC+N/B10": ({}, 10),
     # opt-in noise-robust mode (extension, not in the paper)
     "URASC+N/robust": ({"k_growth": "robust", "representative": "founder"}, 1),
+    # opt-in evidence mode (issue #4): a new set needs two "no"s from every set, three from the nearest
+    "URASC+N/verify": ({"k_growth": "verify", "representative": "founder"}, 1),
 }
 
 # (method, k_mode, noise): the matrix actually run by default.
@@ -62,6 +64,11 @@ FINAL = (
     + [("URASC+N", "unknown", 0.02)]
     + [(m, "unknown", 0.10) for m in ("URASC+N", "URASC+N/robust")]
     + [("URASC+N", "known", 0.10)]
+)
+
+# issue #4: the evidence mode against the default and the robust mode (--configs verify).
+VERIFY = (
+    [(m, k, e) for m in ("URASC+N/verify",) for k in ("unknown", "known") for e in (0.0, 0.10)]
 )
 
 # anchors.md, active pairwise: COBRAS (K unknown) and best K-known peer, at 10/20/50/100/150/200.
@@ -207,7 +214,8 @@ def main(argv=None):
     ap.add_argument("--methods", default=None, help="comma list; default: the CONFIGS matrix")
     ap.add_argument("--configs", default=None,
                     help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
-                         "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part)")
+                         "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part), "
+                         "or 'verify' (k_growth='verify', noise 0 / 10%, K unknown / known)")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
     ap.add_argument("--letter-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "active.json"))
@@ -238,6 +246,8 @@ def main(argv=None):
         configs = [c for c in configs if c[2] == 0.0]
     elif args.configs in ("final", "final_main", "final_noise"):
         configs = [c for c in FINAL if args.configs == "final" or (c[2] == 0.0) == (args.configs == "final_main")]
+    elif args.configs == "verify":
+        configs = list(VERIFY)
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
     result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,

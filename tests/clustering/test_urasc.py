@@ -481,3 +481,110 @@ def test_full_eigh_fallback_matches_subset_solver():
     d = W.sum(1)
     np.testing.assert_allclose(V2.T @ (V2 * d[:, None]), np.eye(5), atol=1e-8)  # D-orthonormal
     np.testing.assert_allclose(np.abs(V1[:, 3:]), np.abs(V2[:, 3:]), atol=1e-6)  # simple eigenvalues
+
+
+# ----------------------------------------------------------------------------- noisy oracles (issue #4)
+
+def _planted_oracle(y, flip, after=10):
+    """Perfect oracle except ONE wrong answer: the first true answer equal to
+    ``flip`` (True = a "same" pair, False = a "different" pair) given after
+    ``after`` questions is inverted."""
+    state = {"n": 0, "planted": None}
+
+    def ask(i, j):
+        a = bool(y[i] == y[j])
+        state["n"] += 1
+        if state["planted"] is None and state["n"] > after and a == flip:
+            state["planted"] = (i, j)
+            return not a
+        return a
+
+    return ask, state
+
+
+def _drive(est, X, oracle):
+    est.fit(X)
+    while True:
+        qs = est.suggest_queries(1)
+        if not qs:
+            break
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+    return est.update()
+
+
+@pytest.mark.parametrize("n_clusters", [None, 3])
+def test_verify_planted_wrong_no_does_not_split_a_class(n_clusters):
+    X, y = _blobs(45, 3, seed=12)
+    # the paper's mode: the same planted "no" founds a second set for one class
+    oracle, st = _planted_oracle(y, flip=True)
+    paper = _drive(URASC(n_clusters=n_clusters, budget=None, random_state=0, n_init=2), X, oracle)
+    assert st["planted"] is not None
+    assert len(paper.certain_sets_) > 3
+    oracle, st = _planted_oracle(y, flip=True)
+    est = _drive(URASC(n_clusters=n_clusters, budget=None, random_state=0, n_init=2, k_growth="verify",
+                       representative="founder"), X, oracle)
+    assert st["planted"] is not None
+    assert len(est.certain_sets_) == 3 and est.n_clusters_ == 3
+    assert sorted(int(y[s[0]]) for s in est.certain_sets_) == [0, 1, 2]
+    for s in est.certain_sets_:
+        assert len(set(y[s])) == 1
+    assert adjusted_rand_score(y, est.labels_) == 1.0
+
+
+def test_verify_planted_wrong_yes_misplaces_only_that_sample():
+    X, y = _blobs(45, 3, seed=12)
+
+    def foreign(est):
+        return sum(int((y[s] != np.bincount(y[s]).argmax()).sum()) for s in est.certain_sets_)
+
+    # the paper's mode: the wrongly placed sample becomes the most similar
+    # representative of its class and pulls more samples along
+    oracle, st = _planted_oracle(y, flip=False)
+    paper = _drive(URASC(budget=None, random_state=0, n_init=2), X, oracle)
+    assert st["planted"] is not None and foreign(paper) > 1
+    oracle, st = _planted_oracle(y, flip=False)
+    est = _drive(URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder"),
+                 X, oracle)
+    x, r = st["planted"]
+    assert y[x] != y[r] and len(est.certain_sets_) == 3 and est.n_clusters_ == 3
+    assert foreign(est) == 1, "one wrong yes misplaces its own sample and pulls no other along"
+    others = np.setdiff1d(np.arange(45), [x])
+    assert adjusted_rand_score(y[others], est.labels_[others]) > adjusted_rand_score(y[others], paper.labels_[others])
+
+
+def test_verify_noise_free_sets_are_pure_and_cost_few_extra_questions():
+    X, y = _blobs(60, 4, seed=2)
+    base = URASC(budget=None, random_state=0, n_init=2).fit(X, oracle=_oracle(y))
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder")
+    est.fit(X, oracle=_oracle(y))
+    assert len(est.certain_sets_) == 4
+    for s in est.certain_sets_:
+        assert len(set(y[s])) == 1
+    assert adjusted_rand_score(y, est.labels_) == 1.0
+    # confirmations are asked only before a new set: at most 2 per existing set plus 1, per new set
+    assert est.n_questions_ <= base.n_questions_ + sum(2 * l + 1 for l in range(1, 4))
+    # with K given it never grows, even when a noisy oracle founds extra sets
+    est = URASC(n_clusters=4, budget=80, random_state=0, n_init=2, k_growth="verify",
+                representative="founder").fit(X, oracle=_oracle(y, 0.2, seed=3))
+    assert est.n_clusters_ == 4
+
+
+def test_verify_state_round_trip():
+    X, y = _blobs(50, 3, seed=6)
+    oracle = _oracle(y, noise=0.15, seed=4)
+    est = URASC(budget=40, random_state=2, n_init=2, k_growth="verify", representative="founder").fit(X)
+    for _ in range(25):
+        qs = est.suggest_queries(1)
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+    clone = URASC.from_state(X, json.loads(json.dumps(est.get_state())))
+    for s in (est, clone):
+        o = _oracle(y, noise=0.0)
+        while True:
+            qs = s.suggest_queries(1)
+            if not qs:
+                break
+            s.tell([(q["i"], q["j"], o(q["i"], q["j"])) for q in qs])
+        s.update()
+    np.testing.assert_array_equal(est.answers_, clone.answers_)
+    assert est.certain_sets_ == clone.certain_sets_
+    np.testing.assert_array_equal(est.labels_, clone.labels_)
