@@ -215,7 +215,7 @@ def main(argv=None):
     ap.add_argument("--configs", default=None,
                     help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
                          "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part), "
-                         "or 'verify' (k_growth='verify', noise 0 / 10%, K unknown / known)")
+                         "or 'verify' (k_growth='verify', noise 0 / 10%, K unknown / known; verify_unknown: K unknown only)")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
     ap.add_argument("--letter-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "active.json"))
@@ -246,8 +246,8 @@ def main(argv=None):
         configs = [c for c in configs if c[2] == 0.0]
     elif args.configs in ("final", "final_main", "final_noise"):
         configs = [c for c in FINAL if args.configs == "final" or (c[2] == 0.0) == (args.configs == "final_main")]
-    elif args.configs == "verify":
-        configs = list(VERIFY)
+    elif args.configs in ("verify", "verify_unknown"):
+        configs = [c for c in VERIFY if args.configs == "verify" or c[1] == "unknown"]
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
     result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,

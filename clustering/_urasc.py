@@ -413,24 +413,25 @@ class URASC(ClusterMixin, BaseEstimator):
         is a hard fact (the paper). "robust" (extension for noisy oracles): a
         given n_clusters stays fixed, and with n_clusters=None only sets with
         at least 2 members count. "verify" (extension, issue #4; use it with
-        ``representative="founder"``): K as in "robust", and the answers about
-        one sample x are votes per set instead of facts. x joins set l as soon
-        as its "yes" answers to members of l outnumber its "no" answers; a
-        "yes" that only ties another member of l is asked first (with no
-        member left the tie joins); a "yes" outvoted by earlier "no"s is kept
-        as an answer but does not join. Before x founds a new set, every set
-        with a one-vote "no" margin is asked again with another member, and
-        the set most similar to x (max w0) a third time if it answered "no"
-        twice, so one or two wrong "no"s cannot split a class into two sets
-        (U15 step 4 needs three). Must-links come from the sets, cannot-links
-        from the answers only (as "robust"). Costs: no extra question before
-        a "yes"; 1 + (number of sets) extra questions before each new set
-        (noise-free: about K^2/2 in a whole session). [deviation from U14,
-        U15 and §7.10 / §8.2 invariant 9: a recorded answer can disagree with
-        the sets (it was outvoted).] Evidence (bench/active.py --configs
-        verify, 3 trials, 10% of answers flipped, ARI at 200 questions, K
-        unknown, noisy / noise-free): iris 0.89 / 1.00 (sets: 0.53x, robust
-        0.76x).
+        ``representative="founder"``): the answers about one sample x are
+        votes per set instead of facts. x joins set l as soon as its "yes"
+        answers to members of l outnumber its "no" answers; a "yes" that only
+        ties earlier "no"s asks another member of l first (with no member left
+        the tie joins); an outvoted "yes" is kept as an answer but does not
+        join. Before x founds a new set, every set with a one-vote "no" margin
+        is asked again with another member, and the set most similar to x
+        (max w0) a third time if it answered "no" twice, so one or two wrong
+        "no"s cannot split a class (the paper's U15 step 4 founds a set after
+        one "no" per set). A given n_clusters stays fixed; with
+        n_clusters=None a set counts towards K once it has 2 members or its
+        founder's "no"s were confirmed (margin >= 2 against every older set;
+        not possible against a singleton, whose one member was asked).
+        Must-links come from the sets, cannot-links from the
+        answers only (as "robust"). Cost: a first-ask "yes" costs nothing
+        extra; each new set costs 1 + (number of sets) extra questions
+        (noise-free about K^2/2 per session). [deviation from U14, U15 and
+        §7.10 / §8.2 invariant 9: a recorded answer can disagree with the
+        sets (it was outvoted).] Evidence: see Notes, "Noisy oracles".
     seed_sample : int or None, default=None
         First certain sample; None = drawn from ``random_state``.
     random_state : int, RandomState or None, default=None
@@ -673,7 +674,8 @@ class URASC(ClusterMixin, BaseEstimator):
         outcomes : list of str
             Per answer: "accepted", "duplicate" (pair already answered),
             "implied" (both samples already certain: not needed, not recorded),
-            "conflict" (contradicts an earlier answer: not recorded),
+            "conflict" (contradicts an earlier answer: not recorded; never
+            with k_growth="verify", where it is a vote),
             "rejected" (URASC only asks pairs with one certain sample),
             "over_budget".
 
@@ -1033,12 +1035,26 @@ class URASC(ClusterMixin, BaseEstimator):
     def _k_from_sets(self):
         """U14 (k_growth="sets"): every certain set is a cluster. "robust": a known
         n_clusters stays fixed and, when unknown, only sets with >= 2 members count
-        (a singleton is often a wrong "no" under a noisy oracle)."""
+        (a singleton is often a wrong "no" under a noisy oracle). "verify": as
+        "robust", but a singleton also counts when its founder's "no"s were
+        confirmed (a margin of >= 2 against every older set)."""
         if self.k_growth == "sets":
             return len(self._sets)
         if self.n_clusters is not None:
             return int(self.n_clusters)
+        if self.k_growth == "verify":
+            return max(2, sum(1 for l, s in enumerate(self._sets) if len(s) >= 2 or self._confirmed(l)))
         return max(2, sum(1 for s in self._sets if len(s) >= 2))
+
+    def _confirmed(self, l):
+        """verify mode: set l's founder leads every older set by >= 2 "no" votes
+        (derived from the answers, so JSON states need no extra field)."""
+        f = self._sets[l][0]
+        for m in range(l):
+            yes, no = self._votes(f, m)
+            if no - yes < 2:
+                return False
+        return True
 
     def _no_count(self, x, l):
         return sum(1 for r, a in self._asked.get(x, {}).items() if a == _NO and self._set_of[r] == l)
