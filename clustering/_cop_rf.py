@@ -25,7 +25,7 @@ from . import _cop_rf_kernels as _k
 from ._constraints import check_pairwise
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, njw_embedding
-from .exceptions import ConstraintWarning
+from .exceptions import ConstraintWarning, InvalidInputError
 from .validation import check_data, check_n_clusters
 
 __all__ = ["COPRF"]
@@ -311,12 +311,19 @@ class COPRF(ClusterMixin, BaseEstimator):
         ------
         InvalidInputError
             Bad parameters, data or constraints (never for contradictory
-            constraints, which are reported in ``diagnostics_``).
+            constraints, which are reported in ``diagnostics_``), or
+            ``affinity_samples="in_bag"`` with more than 3000 samples.
         """
         validate_params(self, self._parameter_constraints)
         X = check_data(X)
         n, d = X.shape
         K = check_n_clusters(self.n_clusters, n)
+        if self.affinity_samples == "in_bag" and n > DENSE_AFFINITY_LIMIT:
+            raise InvalidInputError(
+                f"affinity_samples='in_bag' builds a dense n x n matrix and is limited to "
+                f"{DENSE_AFFINITY_LIMIT} samples (got {n}); use affinity_samples='all'",
+                field="affinity_samples",
+            )
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
         cb = self.callback
         T = int(self.n_estimators)

@@ -91,6 +91,26 @@ class FiniteFloat(fields.Float):
         return out
 
 
+class PositiveOrChoice(fields.Field):
+    """A finite number > 0, or one of the given strings (e.g. ``sigma``: 0.8, "auto" or "select")."""
+
+    default_error_messages = {"invalid": "Must be a finite number > 0 or one of: {choices}."}
+
+    def __init__(self, choices, **kwargs):
+        super().__init__(**kwargs)
+        self.choices = tuple(choices)
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str) and value in self.choices:
+            return value
+        if _is_number(value) and math.isfinite(value) and value > 0:
+            return float(value)
+        raise self.make_error("invalid", choices=", ".join(self.choices))
+
+    def _serialize(self, value, attr, obj, **kwargs):
+        return value
+
+
 class IndexTuples(fields.Field):
     """A list of fixed-width integer tuples (pairs, triplets) -> int64 ndarray.
 

@@ -7,7 +7,7 @@ it treats them as hard, and what it returns.
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from .fields import FiniteFloat, StrictInteger
+from .fields import FiniteFloat, PositiveOrChoice, StrictInteger
 
 
 class _Params(Schema):
@@ -66,8 +66,19 @@ class COPKMeansParams(_Params):
 
 class COPRFParams(_Params):
     n_estimators = _int(1, 5000, 1000, metadata={"description": "number of trees T"})
-    cannot_link_policy = fields.String(load_default="relaxed", validate=validate.OneOf(["relaxed", "literal", "strict"]),
-                                       metadata={"description": "relaxed (default) or the paper's literal rule"})
+    cannot_link_policy = fields.String(load_default="relaxed",
+                                       validate=validate.OneOf(["relaxed", "literal", "strict", "separate"]),
+                                       metadata={"description": "relaxed (default, the spec's rule), literal/strict "
+                                                                "(the paper's Algorithm 1), or separate (relaxed, and "
+                                                                "pure real-only nodes holding cannot-links are cut "
+                                                                "too; better on ionosphere, wdbc, segment)"})
+    pseudo_samples = fields.String(load_default="uniform", validate=validate.OneOf(["uniform", "marginal"]),
+                                   metadata={"description": "uniform on each feature's range (paper) or the product "
+                                                            "of the empirical marginals (Shi & Horvath's Addcl1)"})
+    affinity_samples = fields.String(load_default="all", validate=validate.OneOf(["all", "in_bag"]),
+                                     metadata={"description": "all: every tree votes on every pair (spec CR-8); "
+                                                              "in_bag: a tree votes only on pairs its bag holds "
+                                                              "(dense n x n, n <= 3000)"})
     filter_constraints = fields.Boolean(load_default=True,
                                         metadata={"description": "noisy-constraint filter at each tree's root"})
     filter_fraction = _float(0, 1, 0.5, lo_inclusive=False, hi_inclusive=False,
@@ -84,6 +95,14 @@ class CCSKLParams(_Params):
     pair_convention = fields.String(load_default="ordered", validate=validate.OneOf(["ordered", "unordered"]),
                                     metadata={"description": "ordered = paper Eq. 8, unordered = Eq. 7"})
     closure = fields.Boolean(load_default=False, metadata={"description": "add the transitive closure of must-links"})
+    sigma = PositiveOrChoice(["auto", "select"], load_default="auto",
+                             metadata={"description": "Gaussian width in z-units; auto = mean distance to the k-th "
+                                                      "neighbour; select = the paper's 9 widths chosen by held-out "
+                                                      "constraints (about 10x slower; best on ionosphere)"})
+    weighting = fields.String(load_default="balanced", validate=validate.OneOf(["balanced", "none"]),
+                              metadata={"description": "balanced: constraint rows together weigh `balance` x the "
+                                                       "n diagonal targets; none: the paper's literal loss"})
+    balance = _float(0, 1000, 10.0, lo_inclusive=False)
     n_init = _int(1, 100, 10)
 
 

@@ -403,3 +403,16 @@ def test_constant_data_warns_instead_of_failing():
     assert model.diagnostics_["root_leaf_fraction"] == 1.0
     assert model.labels_.shape == (12,) and set(model.labels_) <= {0, 1}
     assert np.all(model.affinity_matrix_[~np.eye(12, dtype=bool)] == 1.0)
+
+
+def test_in_bag_affinity_refuses_more_rows_than_the_dense_limit(monkeypatch):
+    from clustering import _cop_rf
+    from clustering.exceptions import ConstraintWarning
+
+    monkeypatch.setattr(_cop_rf, "DENSE_AFFINITY_LIMIT", 20)
+    X = np.random.default_rng(0).normal(size=(21, 2))
+    with pytest.raises(InvalidInputError, match="in_bag") as err:
+        _cop_rf.COPRF(n_clusters=2, n_estimators=2, affinity_samples="in_bag").fit(X)
+    assert err.value.field == "affinity_samples"
+    with pytest.warns(ConstraintWarning):  # two trees on 20 points: a fragmented kNN graph
+        _cop_rf.COPRF(n_clusters=2, n_estimators=2, affinity_samples="in_bag").fit(X[:20])

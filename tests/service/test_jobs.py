@@ -43,6 +43,9 @@ def test_accepted_job_is_202_with_location_and_retry_after(client, blobs_dataset
         ({"params": {"alpha": 2}}, 422, "/params/alpha"),
         ({"params": {"bogus": 1}}, 422, "/params/bogus"),
         ({"on_conflict": "ignore"}, 422, "/on_conflict"),
+        ({"method": "ccskl", "params": {"sigma": -1.0}}, 422, "/params/sigma"),
+        ({"method": "ccskl", "params": {"sigma": "widest"}}, 422, "/params/sigma"),
+        ({"method": "cop_rf", "params": {"cannot_link_policy": "cover"}}, 422, "/params/cannot_link_policy"),
         ({"method": "spectral", "constraints": {"must_link": [[0, 1]]}}, 422, "/constraints"),
     ],
 )
@@ -115,6 +118,20 @@ def test_methods_catalogue_lists_parameters(client):
     assert {"spectral", "spectral_learning", "e2cp", "cop_kmeans"} <= set(methods)
     alpha = next(p for p in methods["e2cp"]["params"] if p["name"] == "alpha")
     assert alpha["default"] == 0.6 and alpha["maximum"] == 0.95
+    sigma = next(p for p in methods["ccskl"]["params"] if p["name"] == "sigma")
+    assert sigma["default"] == "auto" and sigma["choices"] == ["auto", "select"]
+
+
+@pytest.mark.parametrize("method, params", [
+    ("ccskl", {"sigma": "select", "weighting": "none"}),
+    ("ccskl", {"sigma": 0.7}),
+    ("cop_rf", {"cannot_link_policy": "separate", "affinity_samples": "in_bag", "pseudo_samples": "marginal"}),
+])
+def test_method_options_are_accepted_as_given(client, blobs_dataset, method, params):
+    did, _, _ = blobs_dataset
+    r = submit(client, did, method=method, params=params)
+    assert r.status_code == 202, r.json
+    assert {k: r.json["params"][k] for k in params} == params
 
 
 def test_relative_constraints_check_reports_a_minimal_conflict(client, blobs_dataset):
