@@ -21,8 +21,13 @@ def load_all():
     files = sorted(RESULTS.glob("passive*.json"), key=lambda p: (p.name != "passive.json", p.name))
     for path in files:
         doc = json.loads(path.read_text())
+        # rows that the merged file took from a per-method file are re-read from that file,
+        # so a renamed or re-run row never survives in its stale merged copy
+        stale = {k for k, src in doc.get("sources", {}).items() if src != path.name}
         for ds, per in doc.get("results", {}).items():
             for method, entry in per.items():
+                if f"{ds}/{method}" in stale:
+                    continue
                 if isinstance(entry, dict) and "clean" in entry:
                     merged.setdefault(ds, {})[method] = entry
                     sources[f"{ds}/{method}"] = path.name
@@ -48,7 +53,8 @@ def targets(merged):
     lines = ["", f"{'dataset':<11} {'ours best (clean)':>26} {'peer':>5} {'ours best (15%)':>26} {'peer':>5}"]
     for ds, (pc, pn) in PEERS.items():
         per = merged.get(ds, {})
-        cand = {m: e for m, e in per.items() if m in ("cop_rf", "ccskl", "ccskl_select", "cop_rf_nofilter")}
+        # every row of our two estimators: the defaults and the parameter settings a job can select
+        cand = {m: e for m, e in per.items() if m.startswith(("cop_rf", "ccskl"))}
         if not cand:
             continue
         bc = max(cand, key=lambda m: cand[m]["clean"]["auc"])
