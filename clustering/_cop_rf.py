@@ -64,8 +64,8 @@ class COPRF(ClusterMixin, BaseEstimator):
         measured so far (bench/results/passive_cop_rf_separate_*.json, 10
         trials, T=1000): area under the ARI curve on ionosphere .58 clean /
         .30 noisy against .39 / .20 for "relaxed", iris 3.50 / 3.33 for
-        both; it is not yet the default only because the service schema
-        (``schemas/methods.py``) declares "relaxed" as the wire default.
+        both. The default stays "relaxed", the spec's policy (§4.3) that
+        the product promises; "separate" is selectable per job.
     filter_constraints : bool, default=True
         Run the root-node noisy-constraint filter (CR-12..CR-14).
     filter_fraction : float, default=0.5
