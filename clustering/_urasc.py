@@ -479,6 +479,24 @@ class URASC(ClusterMixin, BaseEstimator):
     so a question batch stays below 0.5 s; "don't know" answers, batch
     selection and the random strategy are extensions.
 
+    Noisy oracles (issue #4; bench/results/active_verify.json, 3 trials,
+    segment 1; 10% of answers flipped; ARI at 200 questions, noisy /
+    noise-free, and the ratio; in brackets the default "sets" and the
+    "robust" + "founder" ratios of bench/results/active.json). K unknown,
+    ``k_growth="verify", representative="founder"``: iris .86/1.00 = 0.86
+    (0.53, 0.76); wine .80/1.00 = 0.80 (0.40, 0.71); ionosphere .76/.92 = 0.83
+    (0.32, 0.63); wdbc .69/.99 = 0.70 (0.36, 0.64); segment .43/.48 = 0.90,
+    0.73 of the default's noise-free .59 (0.56, 0.31). K known: iris
+    .85/1.00, wine .90/1.00, ionosphere .79/.92 (default sets: .36, .46,
+    .29 noisy). Noise-free cost of "verify" (ARI at 50/100/200, K unknown,
+    default in brackets): iris .91/1.00/1.00 (.94/1.00/1.00), wine
+    .53/1.00/1.00 (.56/1.00/1.00), ionosphere .00/.62/.92 (.19/.68/.92),
+    wdbc .87/.96/.99 (.87/.96/.99), segment .25/.36/.48 (.39/.54/.59): it
+    loses early and on segment, so the paper's "sets" stays the default.
+    Remaining failure: two wrong "no"s from the true set when the third
+    question goes to another (more similar) set still found a spurious set
+    (wdbc trials 0 and 2: K = 3).
+
     References
     ----------
     C. Xiong, D. M. Johnson, J. J. Corso. Active Clustering with Model-Based
