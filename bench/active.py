@@ -215,7 +215,7 @@ def main(argv=None):
     ap.add_argument("--configs", default=None,
                     help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
                          "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part), "
-                         "or 'verify' (k_growth='verify', noise 0 / 10%, K unknown / known; "
+                         "or 'verify' (k_growth='verify', noise 0 / 10%%, K unknown / known; "
                          "verify_unknown: K unknown only)")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
     ap.add_argument("--letter-only", action="store_true")
