@@ -16,9 +16,11 @@ class URASCParamsSchema(Schema):
     score = fields.String(load_default="product", validate=validate.OneOf(["product", "gradient", "entropy"]))
     representative = fields.String(load_default="most_similar",
                                    validate=validate.OneOf(["most_similar", "random", "founder"]))
-    k_growth = fields.String(load_default="sets", validate=validate.OneOf(["sets", "robust"]),
-                             metadata={"description": "robust (with representative=founder) tolerates wrong "
-                                                      "answers better than the paper's rule"})
+    k_growth = fields.String(load_default="sets", validate=validate.OneOf(["sets", "robust", "verify"]),
+                             metadata={"description": "sets: the paper's rule; verify (with representative="
+                                                      "founder): answers are votes, a new set must be confirmed "
+                                                      "by repeated 'no's (best with wrong answers); robust: an "
+                                                      "older, weaker variant of verify"})
     kernel = fields.String(load_default="local", validate=validate.OneOf(["local", "gaussian"]),
                            metadata={"description": "local: self-tuning kNN graph (default); gaussian: the "
                                                     "paper's dense Gaussian graph"})
