@@ -31,11 +31,14 @@ def _wait_up_to_date(base, sid, timeout=60):
     raise AssertionError(f"session {sid} not up to date after {timeout} s: {s}")
 
 
-def test_crowd_session_beats_unconstrained_baseline(live):
+@pytest.mark.parametrize("params", [{}, {"k_growth": "verify", "representative": "founder"}],
+                         ids=["paper", "verify"])
+def test_crowd_session_beats_unconstrained_baseline(live, params):
     X, y = load("iris", zscore=False)
     did = upload(live, X, y, [f"iris-{i}" for i in range(len(y))])
     r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 40,
-                                                  "answers_per_question": 3, "pool_size": 10}, timeout=30)
+                                                  "answers_per_question": 3, "pool_size": 10,
+                                                  "params": params}, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
     assert r.headers["Location"] == f"/v1/sessions/{sid}"
