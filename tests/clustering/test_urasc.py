@@ -67,6 +67,17 @@ def _oracle(y, noise=0.0, seed=0):
     return ask
 
 
+
+def _answer_until_done(est, y, batch):
+    """Answer ``batch`` questions at a time from the noise-free truth until the budget is spent."""
+    o = _oracle(y, noise=0.0)
+    while True:
+        qs = est.suggest_queries(batch)
+        if not qs:
+            break
+        est.tell([(q["i"], q["j"], o(q["i"], q["j"])) for q in qs])
+    est.update()
+
 def _run_ask_tell(est, X, oracle, batch=1, max_steps=10_000):
     """Drive a session by hand, checking the per-step invariants of §8.2."""
     est.fit(X)
@@ -289,13 +300,7 @@ def test_state_round_trip_gives_identical_next_suggestions():
             assert clone.suggest_queries(batch) == est.suggest_queries(batch)
         # continuing both sessions gives identical answers, sets and labels
         for s in (est, clone):
-            o = _oracle(y, noise=0.0)
-            while True:
-                qs = s.suggest_queries(batch)
-                if not qs:
-                    break
-                s.tell([(q["i"], q["j"], o(q["i"], q["j"])) for q in qs])
-            s.update()
+            _answer_until_done(s, y, batch)
         np.testing.assert_array_equal(est.answers_, clone.answers_)
         assert est.certain_sets_ == clone.certain_sets_
         np.testing.assert_array_equal(est.labels_, clone.labels_)
@@ -578,13 +583,7 @@ def test_verify_state_round_trip():
         est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
     clone = URASC.from_state(X, json.loads(json.dumps(est.get_state())))
     for s in (est, clone):
-        o = _oracle(y, noise=0.0)
-        while True:
-            qs = s.suggest_queries(1)
-            if not qs:
-                break
-            s.tell([(q["i"], q["j"], o(q["i"], q["j"])) for q in qs])
-        s.update()
+        _answer_until_done(s, y, 1)
     np.testing.assert_array_equal(est.answers_, clone.answers_)
     assert est.certain_sets_ == clone.certain_sets_
     np.testing.assert_array_equal(est.labels_, clone.labels_)
