@@ -443,25 +443,24 @@ class COPRF(ClusterMixin, BaseEstimator):
         offset = T - nondeg.size  # root-leaf trees join every pair
         use = leaves[nondeg]
         dense = self.store_affinity == "dense" or (self.store_affinity == "auto" and n <= DENSE_AFFINITY_LIMIT)
+        rows = np.repeat(np.arange(n), k)
         if in_bag is not None:
             A = _in_bag_affinity(leaves, in_bag, n_jobs)
             cols, sizes = _k.knn_from_affinity(A, k, perm)
-            rows = np.repeat(np.arange(n), k)
             valid = cols.ravel() >= 0
             vals = A[rows[valid], cols.ravel()[valid]]
             if not dense:
                 A = None
-        elif dense:
-            C = _count_matrix(use, n_jobs)
-            cols, cnts, sizes = _k.knn_from_counts(C, k, perm)
-            A = (C + float(offset)) / T
-            np.fill_diagonal(A, 0.0)
-            del C
         else:
-            cols, cnts, sizes = _knn_blockwise(use, k, perm, n_jobs)
-            A = None
-        if in_bag is None:
-            rows = np.repeat(np.arange(n), k)
+            if dense:
+                C = _count_matrix(use, n_jobs)
+                cols, cnts, sizes = _k.knn_from_counts(C, k, perm)
+                A = (C + float(offset)) / T
+                np.fill_diagonal(A, 0.0)
+                del C
+            else:
+                cols, cnts, sizes = _knn_blockwise(use, k, perm, n_jobs)
+                A = None
             valid = cols.ravel() >= 0
             vals = (cnts.ravel()[valid] + offset) / T
         W = sp.csr_matrix((vals, (rows[valid], cols.ravel()[valid])), shape=(n, n))

@@ -21,13 +21,14 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh, spsolve
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.metrics import pairwise_distances_argmin_min
 from sklearn.mixture import GaussianMixture
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from ._graph import gaussian_affinity, knn_distances, n_connected_components
+from ._graph import degrees, gaussian_affinity, knn_distances, n_connected_components, normalized_adjacency
 from ._params import Interval, Options, validate_params
 from ._spectral import generalized_embedding, kmeans_labels
 from .exceptions import InvalidInputError
@@ -232,25 +233,30 @@ def _spread_labels(W, sets, alpha):
 
     ``F = (I - alpha D^{-1/2} W D^{-1/2})^{-1} Y`` with ``Y[i, l] = 1`` for i in
     set l (Zhou et al. 2004); labels = argmax over the columns, certain samples
-    keep their set. W is the constrained similarity W^t of U2.
+    keep their set.
+
+    Parameters
+    ----------
+    W : ndarray or csr_matrix of shape (n, n), float64
+        The constrained similarity W^t of U2 (symmetric, non-negative).
+    sets : list of list of int
+        The certain sets (row indices).
+    alpha : float in (0, 1)
+        Spreading strength.
 
     Returns
     -------
     labels : ndarray of shape (n,), int64 in [0, len(sets))
     """
     n, L = W.shape[0], len(sets)
-    d = np.asarray(W.sum(axis=1)).ravel()
-    inv = 1.0 / np.sqrt(d + 1e-10 * max(float(d.mean()), 1e-300))
+    M, _ = normalized_adjacency(W)  # isolated samples keep their row of Y
     Y = np.zeros((n, L))
     for l, members in enumerate(sets):
         Y[members, l] = 1.0
     if sp.issparse(W):
-        from scipy.sparse.linalg import spsolve
-
-        A = sp.identity(n, format="csc") - alpha * sp.csc_matrix(sp.diags(inv) @ W @ sp.diags(inv))
-        F = spsolve(A, Y)
+        F = spsolve(sp.identity(n, format="csc") - alpha * sp.csc_matrix(M), Y)
     else:
-        A = np.eye(n) - alpha * (W * inv[:, None] * inv[None, :])
+        A = np.eye(n) - alpha * M
         with threadpool_limits(limits=1):
             F = np.linalg.solve(A, Y)
     F = np.asarray(F).reshape(n, L)
@@ -265,12 +271,11 @@ def _full_generalized_embedding(W, q):
     V, isolated rows zero) from a full ``numpy.linalg.eigh`` of the normalized
     adjacency; signs fixed so each column's largest-magnitude entry is positive."""
     A = W.toarray() if sp.issparse(W) else np.asarray(W)
-    d = A.sum(axis=1)
-    iso = d <= 0
-    inv = np.zeros_like(d)
-    inv[~iso] = 1.0 / np.sqrt(d[~iso])
+    M, iso = normalized_adjacency(A)
+    inv = np.zeros(A.shape[0])
+    inv[~iso] = 1.0 / np.sqrt(degrees(A)[~iso])
     with threadpool_limits(limits=1):
-        mu, U = np.linalg.eigh(A * inv[:, None] * inv[None, :])
+        mu, U = np.linalg.eigh(M)
     U = U[:, ::-1][:, :q]
     mu = mu[::-1][:q]
     idx = np.argmax(np.abs(U), axis=0)
@@ -1080,18 +1085,20 @@ class URASC(ClusterMixin, BaseEstimator):
     def _confirmation(self, x):
         """robust mode: before x founds a new set, ask a second member of its most
         similar set once more (a single wrong "no" would otherwise split a class)."""
+        best_l = self._most_similar_set(x)
+        if best_l is None or self._no_count(x, best_l) >= 2:
+            return None
+        r = self._next_member(x, best_l)
+        return None if r is None else (best_l, r)
+
+    def _most_similar_set(self, x):
+        """Index of the set with the largest w0 between x and one of its members, or None."""
         best, best_l = -1.0, None
         for l, members in enumerate(self._sets):
             sim = float(self._similarity(x, members).max())
             if sim > best:
                 best, best_l = sim, l
-        if best_l is None or self._no_count(x, best_l) >= 2:
-            return None
-        asked = self._asked.get(x, {})
-        avail = [m for m in self._sets[best_l] if m not in asked]
-        if not avail:
-            return None
-        return (best_l, int(avail[int(np.argmax(self._similarity(x, avail)))]))
+        return best_l
 
     def _votes(self, x, l):
         """(number of "yes", number of "no") answers between x and members of set l."""
@@ -1117,27 +1124,17 @@ class URASC(ClusterMixin, BaseEstimator):
         third time, so a new set needs two independent "no"s from every set and
         three from the nearest one. Sets without an unasked member are not
         re-asked. Returns the queue [(set, representative)], possibly empty."""
-        asked = self._asked.get(x, {})
         entries = []
-        best, best_l = -1.0, None
-        for l, members in enumerate(self._sets):
-            sim = float(self._similarity(x, members).max())
-            if sim > best:
-                best, best_l = sim, l
-        for l, members in enumerate(self._sets):
+        for l in range(len(self._sets)):
             yes, no = self._votes(x, l)
-            if no - yes != 1:
-                continue
-            avail = [m for m in members if m not in asked]
-            if not avail:
-                continue
-            sims = self._similarity(x, avail)
-            t = int(np.argmax(sims))
-            entries.append((-float(sims[t]), l, int(avail[t])))
+            r = self._next_member(x, l) if no - yes == 1 else None
+            if r is not None:
+                entries.append((-float(self._similarity(x, [r])[0]), l, r))
+        best_l = self._most_similar_set(x)
         if not entries and best_l is not None and self._votes(x, best_l) == (0, 2):
-            avail = [m for m in self._sets[best_l] if m not in asked]
-            if avail:
-                entries.append((0.0, best_l, int(avail[int(np.argmax(self._similarity(x, avail)))])))
+            r = self._next_member(x, best_l)
+            if r is not None:
+                entries.append((0.0, best_l, r))
         entries.sort()
         return [(l, r) for _, l, r in entries]
 
@@ -1291,12 +1288,13 @@ class URASC(ClusterMixin, BaseEstimator):
         E = V[:, :K]
         # OpenMP threads of k-means on a few hundred rows cost more than they
         # save (8x slower on a shared 2-core machine): one thread.
-        with threadpool_limits(limits=1, user_api="openmp"):
-            self.labels_ = kmeans_labels(E, K, n_init=self.n_init, random_state=seed)
-        if self.assign == "propagate" and len(self._sets) == K and K >= 2:
+        spread = self.assign != "kmeans" and len(self._sets) == K and K >= 2
+        if spread and self.assign == "propagate":
             self.labels_ = _spread_labels(W, self._sets, self.propagation_alpha)
-        elif self.assign == "auto" and len(self._sets) == K and K >= 2:
-            if _set_agreement(self.labels_, self._sets) < self.agreement:
+        else:
+            with threadpool_limits(limits=1, user_api="openmp"):
+                self.labels_ = kmeans_labels(E, K, n_init=self.n_init, random_state=seed)
+            if spread and _set_agreement(self.labels_, self._sets) < self.agreement:
                 self.labels_ = _spread_labels(W, self._sets, self.propagation_alpha)
         self._W = W
         self._pairs_W = (pairs, vals)
@@ -1536,6 +1534,8 @@ class URASC(ClusterMixin, BaseEstimator):
         return len(self._log) % period == 0
 
     def _farthest_uncertain(self, U):
+        """The uncertain sample (of ``U``) farthest from every certain sample, in
+        X (or in the embedding with a precomputed affinity); None without any."""
         cert = np.flatnonzero(self._set_of >= 0)
         if cert.size == 0 or U.size == 0:
             return None
@@ -1543,8 +1543,6 @@ class URASC(ClusterMixin, BaseEstimator):
             Z = self._X
         else:
             Z = self._V[:, :int(min(self._K, self._n - 1))]
-        from sklearn.metrics import pairwise_distances_argmin_min
-
         _, dmin = pairwise_distances_argmin_min(Z[U], Z[cert])
         return int(U[int(np.argmax(dmin))])
 
