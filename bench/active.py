@@ -215,6 +215,8 @@ def main(argv=None):
                          "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part), "
                          "or 'verify' (k_growth='verify', noise 0 / 10%%, K unknown / known; "
                          "verify_unknown: K unknown only)")
+    ap.add_argument("--k-mode", choices=("known", "unknown"), default=None,
+                    help="keep only the K-known or K-unknown rows of the chosen matrix")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
     ap.add_argument("--letter-only", action="store_true")
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results", "active.json"))
@@ -249,9 +251,11 @@ def main(argv=None):
         configs = [c for c in VERIFY if args.configs == "verify" or c[1] == "unknown"]
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
+    if args.k_mode:
+        configs = [c for c in configs if c[1] == args.k_mode]
     result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,
                        "trials": args.trials, "configs": configs, "python": platform.python_version(),
-                       "machine": "2 shared cores, ~6 other agents running (wall times inflated)",
+                       "machine": f"{os.cpu_count()} cores, load average at start {os.getloadavg()[0]:.1f}",
                        "argv": sys.argv[1:] if argv is None else argv},
               "runs": [], "summary": {}, "letter": None}
     os.makedirs(os.path.dirname(args.out), exist_ok=True)

@@ -447,14 +447,33 @@ def test_propagated_labels_respect_certain_sets(assign):
     assert est.labels_.min() >= 0 and est.labels_.max() < est.n_clusters_
 
 
-def test_explore_asks_the_farthest_sample_first():
+def test_explore_asks_the_farthest_dense_sample_first():
     X, y = _blobs(50, 3, seed=13)
+    X = np.vstack([X, X.max(0) + 50.0])  # an outlier: farthest of all, never explored
     est = URASC(budget=10, explore=1.0, random_state=5).fit(X)
     q = est.suggest_queries(1)[0]
     first = est.certain_sets_[0][0]
     d = ((X - X[first]) ** 2).sum(1)
     d[first] = -1
-    assert q["i"] == int(np.argmax(d))
+    kth = np.sort(np.sqrt(((X[:, None] - X[None]) ** 2).sum(-1)), axis=1)[:, 7]
+    for c in np.unique(est.labels_):  # denser half of each current cluster
+        members = est.labels_ == c
+        d[members & (kth > np.median(kth[members]))] = -1
+    assert q["i"] == int(np.argmax(d)) != X.shape[0] - 1
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_known_k_explores_until_every_cluster_has_a_set(seed):
+    # A small third blob: with K known, explore="auto" founds a set in it
+    # within 5 questions (density is judged per current cluster, so the small
+    # blob has explorable members); the paper's selection (explore=0) asks
+    # along the two big blobs' boundary and finds only two sets.
+    X, y = make_blobs(n_samples=[80, 80, 20], centers=[[0, 0], [6, 0], [3, 12]], random_state=seed)
+    oracle = lambda i, j: bool(y[i] == y[j])  # noqa: E731
+    found = {e: URASC(n_clusters=3, budget=5, explore=e, random_state=seed).fit(X, oracle=oracle).certain_sets_
+             for e in ("auto", 0.0)}
+    assert sorted({int(y[s[0]]) for s in found["auto"]}) == [0, 1, 2]
+    assert len(found[0.0]) == 2
 
 
 def test_old_states_without_kernel_restore_the_paper_graph():
