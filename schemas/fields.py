@@ -91,24 +91,43 @@ class FiniteFloat(fields.Float):
         return out
 
 
-class PositiveOrChoice(fields.Field):
-    """A finite number > 0, or one of the given strings (e.g. ``sigma``: 0.8, "auto" or "select")."""
+class NumberOrChoice(fields.Field):
+    """A finite number in a range, or one of the given strings.
 
-    default_error_messages = {"invalid": "Must be a finite number > 0 or one of: {choices}."}
+    ``low < value`` (``low <= value`` with ``low_inclusive``) and, when
+    ``high`` is given, ``value <= high``; e.g. URASC's ``explore``: "auto" or a
+    fraction in [0, 1].
+    """
 
-    def __init__(self, choices, **kwargs):
+    default_error_messages = {"invalid": "Must be a finite number {range} or one of: {choices}."}
+
+    def __init__(self, choices, *, low=0.0, low_inclusive=False, high=None, **kwargs):
         super().__init__(**kwargs)
         self.choices = tuple(choices)
+        self.low, self.low_inclusive, self.high = float(low), bool(low_inclusive), high
+
+    def _range(self):
+        lo = f"{'>=' if self.low_inclusive else '>'} {self.low:g}"
+        return lo if self.high is None else f"{lo} and <= {self.high:g}"
 
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, str) and value in self.choices:
             return value
-        if _is_number(value) and math.isfinite(value) and value > 0:
-            return float(value)
-        raise self.make_error("invalid", choices=", ".join(self.choices))
+        if _is_number(value) and math.isfinite(value):
+            above = value >= self.low if self.low_inclusive else value > self.low
+            if above and (self.high is None or value <= self.high):
+                return float(value)
+        raise self.make_error("invalid", range=self._range(), choices=", ".join(self.choices))
 
     def _serialize(self, value, attr, obj, **kwargs):
         return value
+
+
+class PositiveOrChoice(NumberOrChoice):
+    """A finite number > 0, or one of the given strings (e.g. ``sigma``: 0.8, "auto" or "select")."""
+
+    def __init__(self, choices, **kwargs):
+        super().__init__(choices, low=0.0, **kwargs)
 
 
 class IndexTuples(fields.Field):

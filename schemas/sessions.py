@@ -2,7 +2,7 @@
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from .fields import FiniteFloat, StrictInteger
+from .fields import FiniteFloat, NumberOrChoice, StrictInteger
 
 
 class URASCParamsSchema(Schema):
@@ -28,6 +28,11 @@ class URASCParamsSchema(Schema):
                            metadata={"description": "final labels: kmeans on the embedding (paper), propagate "
                                                     "(label spreading from the certain sets), or auto (kmeans "
                                                     "unless it contradicts the answered sets)"})
+    explore = NumberOrChoice(["auto"], low=0.0, low_inclusive=True, high=1.0, load_default="auto",
+                             metadata={"description": "fraction of rounds that ask about the farthest typical "
+                                                      "uncertain sample (cluster discovery); auto: with "
+                                                      "n_clusters known, every round until each cluster has a "
+                                                      "certain set, then every third; none with K unknown"})
     n_neighbors = StrictInteger(load_default=20, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))

@@ -13,8 +13,11 @@ def _param_doc(name, field):
             mfields.String: "string"}
     typ = next((v for k, v in kind.items() if isinstance(field, k)), "any")
     doc = {"name": name, "type": typ, "default": field.load_default, "nullable": field.allow_none}
-    if hasattr(field, "choices"):  # PositiveOrChoice: a number > 0 or one of the named strings
-        doc["type"], doc["choices"], doc["minimum_exclusive"] = "number or string", list(field.choices), 0
+    if hasattr(field, "choices"):  # NumberOrChoice: a number in a range or one of the named strings
+        doc["type"], doc["choices"] = "number or string", list(field.choices)
+        doc["minimum" if field.low_inclusive else "minimum_exclusive"] = field.low
+        if field.high is not None:
+            doc["maximum"] = field.high
     for v in field.validators:
         if hasattr(v, "choices"):
             doc["choices"] = list(v.choices)
