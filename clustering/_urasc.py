@@ -42,7 +42,7 @@ _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by defaul
 # symmetric kNN graph (k = n_neighbors), so that one round (eigsh + k-means +
 # selection) stays well under a second; a dense 2000 x 2000 eigsh costs ~2 s.
 _DENSE_GRAPH_LIMIT = 1000
-_EXPLORE_PERIOD_KNOWN_K = 3  # explore="auto", K known, once n_clusters sets exist
+_EXPLORE_PERIOD = 3  # explore="auto": every third round (K known: once n_clusters sets exist)
 _YES, _NO, _DK = 1, 0, -1
 _ANSWER_WORDS = {
     "must_link": _YES, "yes": _YES, "true": _YES, "same": _YES,
@@ -394,21 +394,25 @@ class URASC(ClusterMixin, BaseEstimator):
         among the denser half of its current cluster (distance to the 7th
         neighbour at most the cluster's median; degree in W0 at least the
         cluster's median when precomputed), so that outliers are not founded
-        as sets. A float is the fraction of
-        rounds that explore. "auto": with ``n_clusters`` known, every round
-        explores until there are ``n_clusters`` certain sets, then every
-        third round (farthest-first discovery as in Explore-Consolidate, and
-        members spread over each class for the label spreading of
-        ``assign``); with K unknown, no round explores. Evidence (K known,
-        ARI at 50/100/200 questions, 3 trials, segment 2): segment
-        .31/.31/- -> .48/.63/.64 (only 5 of 7 sets by 100 questions without
-        it; farthest-first without a density rule founded singleton outlier
-        sets, .21/.40; a global density rule reached .59/.64 but never
-        explored a small class), ionosphere .19/.68 -> .44/.76/.91, wdbc
-        .87/.96 -> .86/.95/.99, iris .90/1.00 -> .95/1.00, wine .99/1.00 ->
-        1.00/1.00. With K unknown a fixed fraction costs
-        early ARI (wine at 50: 0.59 -> 0.51 with 0.25, before the density
-        rule).
+        as sets. A float is the fraction of rounds that explore. "auto": with
+        ``n_clusters`` known, every round explores until there are
+        ``n_clusters`` certain sets, then every third round (farthest-first
+        discovery as in Explore-Consolidate, and members spread over each
+        class for the label spreading of ``assign``); with K unknown, every
+        third round under ``k_growth="sets"`` and none under "robust" /
+        "verify" (there it cost robustness: ARI at 200 with 10% wrong answers
+        over noise-free, 5 trials, ionosphere 0.83 -> 0.75, wdbc 0.80 ->
+        0.73). Evidence, ARI at 50/100/200 questions, without -> with:
+        K unknown (5 trials; segment 3) wine .53/1.00/1.00 -> 1.00/1.00/1.00,
+        ionosphere .25/.72/.92 -> .65/.75/.93, iris .90/1.00/1.00 ->
+        .90/1.00/1.00, wdbc .87/.96/.99 -> .85/.95/.99, segment .35/.53/.54
+        -> .37/.55/.70; K known (5 trials, bench/results/active_known*.json)
+        segment .31/.31/- -> .46/.57/.67 (only 5 of 7 sets by 100 questions
+        without it; farthest-first without the density rule founded
+        singleton outlier sets, .21/.40 in 2 trials; a global density rule
+        reached .59/.64 but never explored a small class), ionosphere
+        .19/.68 -> .53/.75/.91, iris .90/1.00 -> .95/1.00/1.00, wine and
+        wdbc unchanged (1.00/1.00, .85/.95/.99).
     affinity : {"rbf", "precomputed"}, default="rbf"
         "precomputed": ``X`` is the (n, n) base similarity W0 itself
         (symmetric, entries in [0, 1]).
@@ -1546,14 +1550,15 @@ class URASC(ClusterMixin, BaseEstimator):
     def _explore_now(self):
         """Whether this round questions the farthest dense uncertain sample
         (see ``explore``): "auto" with K known explores every round until there
-        are n_clusters sets, then every third round; a float f explores every
+        are n_clusters sets, then every third round; with K unknown every third
+        round under k_growth="sets", never otherwise; a float f explores every
         round whose index is a multiple of round(1/f)."""
         if self.explore == "auto":
-            if self.n_clusters is None:
-                return False
-            if len(self._sets) < int(self.n_clusters):
+            if self.n_clusters is not None and len(self._sets) < int(self.n_clusters):
                 return True
-            period = _EXPLORE_PERIOD_KNOWN_K
+            if self.n_clusters is None and self.k_growth != "sets":
+                return False
+            period = _EXPLORE_PERIOD
         else:
             if self.explore <= 0:
                 return False

@@ -476,6 +476,18 @@ def test_known_k_explores_until_every_cluster_has_a_set(seed):
     assert len(found[0.0]) == 2
 
 
+def test_auto_explore_with_unknown_k_every_third_round_only_under_set_growth():
+    X, y = _blobs(60, 3, seed=3)
+    oracle = _oracle(y)
+    for k_growth, rep, expect in (("sets", "most_similar", True), ("verify", "founder", False)):
+        est = URASC(budget=12, k_growth=k_growth, representative=rep, random_state=0).fit(X, oracle=oracle)
+        explored = [e["round"] for e in est._log if e["fallback"] == "explore"]
+        if expect:
+            assert explored and all(r % 3 == 0 for r in explored)
+        else:
+            assert explored == []
+
+
 def test_old_states_without_kernel_restore_the_paper_graph():
     X, y = _blobs(40, 3, seed=14)
     est = URASC(budget=10, random_state=1, kernel="gaussian").fit(X)
@@ -564,7 +576,7 @@ def test_verify_planted_wrong_yes_misplaces_only_that_sample():
     # the paper's mode: the wrongly placed sample becomes the most similar
     # representative of its class and pulls more samples along
     oracle, st = _planted_oracle(y, flip=False)
-    paper = _drive(URASC(budget=None, random_state=0, n_init=2), X, oracle)
+    paper = _drive(URASC(budget=None, random_state=0, n_init=2, explore=0.0), X, oracle)
     assert st["planted"] is not None and foreign(paper) > 1
     oracle, st = _planted_oracle(y, flip=False)
     est = _drive(URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder"),
