@@ -32,7 +32,8 @@ class URASCParamsSchema(Schema):
                              metadata={"description": "fraction of rounds that ask about the farthest typical "
                                                       "uncertain sample (cluster discovery); auto: with "
                                                       "n_clusters known, every round until each cluster has a "
-                                                      "certain set, then every third; none with K unknown"})
+                                                      "certain set, then every third; with K unknown every "
+                                                      "third under k_growth=sets, none under verify/robust"})
     n_neighbors = StrictInteger(load_default=20, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))
