@@ -476,6 +476,26 @@ def test_known_k_explores_until_every_cluster_has_a_set(seed):
     assert len(found[0.0]) == 2
 
 
+def test_a_batch_explores_as_often_as_sequential_rounds_would():
+    # K known, one set: every round of the batch explores, by farthest-first
+    # traversal among the dense uncertain samples (distinct, each the farthest
+    # from the certain sample and the earlier picks).
+    X, y = _blobs(90, 3, seed=8)
+    est = URASC(n_clusters=3, budget=20, random_state=0).fit(X)
+    qs = est.suggest_queries(4)
+    picks = [q["i"] for q in qs]
+    assert len(set(picks)) == 4 and all(e["fallback"] == "explore" for e in est._log)
+    ref, gaps = [est.certain_sets_[0][0]], []
+    for p in picks:  # farthest-first: each pick's distance to what came before never grows
+        gaps.append(np.min([np.linalg.norm(X[p] - X[r]) for r in ref]))
+        ref.append(p)
+    assert np.all(np.diff(gaps) <= 1e-12) and gaps[-1] > 0
+    # K unknown, "sets": a batch of 6 starting at round 0 explores rounds 0 and 3
+    est = URASC(budget=20, random_state=0).fit(X)
+    est.suggest_queries(6)
+    assert sum(e["fallback"] == "explore" for e in est._log) == 2
+
+
 def test_auto_explore_with_unknown_k_every_third_round_only_under_set_growth():
     X, y = _blobs(60, 3, seed=3)
     oracle = _oracle(y)
