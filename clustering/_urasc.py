@@ -21,7 +21,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh, spsolve
+from scipy.sparse.linalg import ArpackNoConvergence, cg, eigsh, spsolve
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.metrics import pairwise_distances_argmin_min
 from sklearn.mixture import GaussianMixture
@@ -42,6 +42,7 @@ _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by defaul
 # symmetric kNN graph (k = n_neighbors), so that one round (eigsh + k-means +
 # selection) stays well under a second; a dense 2000 x 2000 eigsh costs ~2 s.
 _DENSE_GRAPH_LIMIT = 1000
+_SPREAD_DIRECT_LIMIT = 5000  # label spreading: sparse direct solve up to this n, CG above
 _EXPLORE_PERIOD = 3  # explore="auto": every third round (K known: once n_clusters sets exist)
 _YES, _NO, _DK = 1, 0, -1
 _ANSWER_WORDS = {
@@ -254,7 +255,15 @@ def _spread_labels(W, sets, alpha):
     Y = np.zeros((n, L))
     for l, members in enumerate(sets):
         Y[members, l] = 1.0
-    if sp.issparse(W):
+    if sp.issparse(W) and n > _SPREAD_DIRECT_LIMIT:
+        # I - alpha M is symmetric positive definite (M's spectrum lies in
+        # [-1, 1]): conjugate gradients per set, no fill-in. SuperLU took
+        # 14.5 s on letter's 20000-row kNN graph; CG about a second.
+        A = sp.csr_matrix(sp.identity(n) - alpha * M)
+        F = np.empty((n, L))
+        for l in range(L):
+            F[:, l], _ = cg(A, Y[:, l], x0=Y[:, l].copy(), rtol=1e-6, maxiter=10 * n)
+    elif sp.issparse(W):
         F = spsolve(sp.identity(n, format="csc") - alpha * sp.csc_matrix(M), Y)
     else:
         A = np.eye(n) - alpha * M

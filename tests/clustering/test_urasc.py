@@ -638,3 +638,17 @@ def test_verify_state_round_trip():
     np.testing.assert_array_equal(est.answers_, clone.answers_)
     assert est.certain_sets_ == clone.certain_sets_
     np.testing.assert_array_equal(est.labels_, clone.labels_)
+
+
+def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeypatch):
+    import clustering._urasc as urasc_module
+
+    X, y = _blobs(300, 4, seed=9, std=1.0)
+    W, _ = urasc_module._local_knn_affinity(X, 10)
+    rng = np.random.default_rng(0)
+    sets = [list(rng.choice(np.flatnonzero(y == c), 2, replace=False)) for c in range(4)]
+    direct = urasc_module._spread_labels(W, sets, 0.99)
+    monkeypatch.setattr(urasc_module, "_SPREAD_DIRECT_LIMIT", 0)  # force the CG path
+    iterative = urasc_module._spread_labels(W, sets, 0.99)
+    assert np.array_equal(direct, iterative)
+    assert adjusted_rand_score(y, iterative) > 0.8
