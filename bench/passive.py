@@ -72,6 +72,14 @@ METHODS = {
     "ccskl_select": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", random_state=rs)),
     "ccskl_paper": Method(lambda k, rs: CCSKL(n_clusters=k, weighting="none", random_state=rs)),
     "ccskl_paper_select": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", weighting="none", random_state=rs)),
+    # k-means restarts kept by inertia (the paper's plain k-means) instead of by constraint satisfaction
+    "ccskl_inertia": Method(lambda k, rs: CCSKL(n_clusters=k, restart_selection="inertia", random_state=rs)),
+    "ccskl_select_inertia": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", restart_selection="inertia",
+                                                       random_state=rs)),
+    "ccskl_paper_inertia": Method(lambda k, rs: CCSKL(n_clusters=k, weighting="none", restart_selection="inertia",
+                                                      random_state=rs)),
+    "ccskl_paper_select_inertia": Method(lambda k, rs: CCSKL(n_clusters=k, sigma="select", weighting="none",
+                                                             restart_selection="inertia", random_state=rs)),
 }
 
 DATASETS = ["iris", "wine", "ionosphere", "segment", "segment210", "wdbc"]

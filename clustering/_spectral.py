@@ -160,6 +160,58 @@ def kmeans_labels(embedding, n_clusters, *, n_init=10, random_state=None):
     return labels.astype(np.int64)
 
 
+def kmeans_labels_by_constraints(embedding, n_clusters, pairs, must_link, weight=None, *, n_init=10,
+                                 random_state=None):
+    """k-means restarts on embedding rows; keep the one that satisfies the most constraints.
+
+    Each of ``n_init`` single-start k-means runs (k-means++ seeding, own seed)
+    is scored by the total weight of the pairwise constraints it satisfies (a
+    must-link inside one cluster, a cannot-link across two); the best score
+    wins and ties go to the lower inertia. Without constraints this is plain
+    lowest-inertia selection. Used by CCSKL (``restart_selection=
+    "constraints"``): on ionosphere two partitions of nearly equal inertia
+    exist and inertia alone picks the one that ignores the answers.
+
+    Parameters
+    ----------
+    embedding : ndarray of shape (n, d), float64
+    n_clusters : int
+    pairs : ndarray of shape (p, 2), int64
+        Constrained index pairs (may be empty).
+    must_link : ndarray of shape (p,), bool
+        True for a must-link, False for a cannot-link.
+    weight : ndarray of shape (p,), float64 or None
+        Constraint confidences (default 1).
+    n_init : int, default=10
+    random_state : int, RandomState or None
+
+    Returns
+    -------
+    labels : ndarray of shape (n,), int64 in [0, n_clusters)
+    satisfied : float
+        Weighted fraction of the constraints the chosen labels satisfy (1.0
+        without constraints).
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    must_link = np.asarray(must_link, dtype=bool)
+    w = np.ones(len(pairs)) if weight is None else np.asarray(weight, dtype=float)
+    rs = check_random_state(random_state)
+    seeds = rs.randint(np.iinfo(np.int32).max, size=int(n_init))
+    best_key, best = None, None
+    for seed in seeds:
+        km = KMeans(n_clusters=n_clusters, n_init=1, random_state=int(seed))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", category=Warning)
+            labels = km.fit_predict(embedding)
+        same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+        score = float(np.sum(w * (same == must_link)))
+        key = (-score, float(km.inertia_))
+        if best_key is None or key < best_key:
+            best_key, best = key, labels
+    total = float(w.sum())
+    return best.astype(np.int64), (-best_key[0] / total if total > 0 else 1.0)
+
+
 def eigengap_n_clusters(eigenvalues, max_clusters=None):
     """Number of clusters by the largest eigengap.
 

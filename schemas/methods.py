@@ -104,6 +104,10 @@ class CCSKLParams(_Params):
                                                        "n diagonal targets; none: the paper's literal loss"})
     balance = _float(0, 1000, 10.0, lo_inclusive=False)
     n_init = _int(1, 100, 10)
+    restart_selection = fields.String(load_default="constraints", validate=validate.OneOf(["constraints", "inertia"]),
+                                      metadata={"description": "which k-means restart is kept: the one that "
+                                                               "satisfies the most constraints (default), or the "
+                                                               "lowest inertia (the paper)"})
 
 
 class DCRCParams(_Params):

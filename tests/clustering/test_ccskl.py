@@ -543,3 +543,21 @@ def test_contradictory_constraints_do_not_fail_with_balancing():
     for weighting in ("balanced", "none"):
         est = CCSKL(n_clusters=4, weighting=weighting, random_state=0).fit(X, pairs=P, pair_kind=kind)
         assert np.all(np.isfinite(est.beta_)) and np.all(np.diff(est.beta_) <= 1e-12 * est.beta_.max())
+
+
+def test_restart_selection_keeps_the_restart_that_satisfies_the_constraints():
+    # Four blobs on a square, K = 2: the horizontal and the vertical split have
+    # the same inertia; the constraints ask for the vertical one.
+    from clustering._spectral import kmeans_labels_by_constraints
+
+    rng = np.random.default_rng(0)
+    centers = np.array([[0.0, 0.0], [0.0, 10.0], [10.0, 0.0], [10.0, 10.0]])
+    X = np.vstack([c + rng.normal(scale=0.5, size=(25, 2)) for c in centers])
+    side = (X[:, 0] > 5).astype(int)  # vertical split
+    pairs = np.array([[0, 30], [50, 80], [0, 50], [30, 80]])  # same side, same side, across, across
+    must = side[pairs[:, 0]] == side[pairs[:, 1]]
+    assert must.tolist() == [True, True, False, False]
+    for seed in range(5):
+        labels, satisfied = kmeans_labels_by_constraints(X, 2, pairs, must, n_init=10, random_state=seed)
+        assert satisfied == 1.0
+        assert adjusted_rand_score(side, labels) == 1.0

@@ -45,6 +45,7 @@ def test_accepted_job_is_202_with_location_and_retry_after(client, blobs_dataset
         ({"on_conflict": "ignore"}, 422, "/on_conflict"),
         ({"method": "ccskl", "params": {"sigma": -1.0}}, 422, "/params/sigma"),
         ({"method": "ccskl", "params": {"sigma": "widest"}}, 422, "/params/sigma"),
+        ({"method": "ccskl", "params": {"restart_selection": "best"}}, 422, "/params/restart_selection"),
         ({"method": "cop_rf", "params": {"cannot_link_policy": "cover"}}, 422, "/params/cannot_link_policy"),
         ({"method": "spectral", "constraints": {"must_link": [[0, 1]]}}, 422, "/constraints"),
     ],
@@ -124,7 +125,7 @@ def test_methods_catalogue_lists_parameters(client):
 
 @pytest.mark.parametrize("method, params", [
     ("ccskl", {"sigma": "select", "weighting": "none"}),
-    ("ccskl", {"sigma": 0.7}),
+    ("ccskl", {"sigma": 0.7, "restart_selection": "inertia"}),
     ("cop_rf", {"cannot_link_policy": "separate", "affinity_samples": "in_bag", "pseudo_samples": "marginal"}),
 ])
 def test_method_options_are_accepted_as_given(client, blobs_dataset, method, params):
