@@ -172,18 +172,26 @@ def kmeans_labels_by_constraints(embedding, n_clusters, pairs, must_link, weight
     "constraints"``): on ionosphere two partitions of nearly equal inertia
     exist and inertia alone picks the one that ignores the answers.
 
+    Source: our extension; the CCSKL paper (step C12 of specs/ccskl.md) runs
+    plain k-means on the rows of F Lambda^(1/2). Nothing is raised beyond
+    scikit-learn's KMeans errors (e.g. n_clusters > n).
+
     Parameters
     ----------
     embedding : ndarray of shape (n, d), float64
+        Rows to cluster (unitless spectral coordinates).
     n_clusters : int
+        K, 1 <= K <= n.
     pairs : ndarray of shape (p, 2), int64
-        Constrained index pairs (may be empty).
+        Constrained index pairs into the rows (may be empty).
     must_link : ndarray of shape (p,), bool
         True for a must-link, False for a cannot-link.
     weight : ndarray of shape (p,), float64 or None
         Constraint confidences (default 1).
     n_init : int, default=10
+        Number of single-start k-means runs.
     random_state : int, RandomState or None
+        Seeds the runs (one seed drawn per run).
 
     Returns
     -------

@@ -1586,7 +1586,7 @@ class URASC(ClusterMixin, BaseEstimator):
         distance to the 7th neighbour in X at most the cluster's median, or,
         with a precomputed affinity, degree in W0 at least the cluster's
         median. Per cluster, so that a small cluster has dense members too."""
-        if getattr(self, "_sparsity", None) is None:
+        if self._sparsity is None:
             if self._X is not None:
                 dist, _ = knn_distances(self._X, int(min(7, self._n - 1)))
                 self._sparsity = dist[:, -1]
@@ -1615,12 +1615,13 @@ class URASC(ClusterMixin, BaseEstimator):
             Z = self._X
         else:
             Z = self._V[:, :int(min(self._K, self._n - 1))]
-        _, dmin = pairwise_distances_argmin_min(Z[U], Z[cert])
+        ZU = Z[U]
+        _, dmin = pairwise_distances_argmin_min(ZU, Z[cert])
         out = []
         for _ in range(int(min(k, U.size))):
             t = int(np.argmax(dmin))
             out.append(int(U[t]))
-            dmin = np.minimum(dmin, np.sqrt(((Z[U] - Z[U[t]]) ** 2).sum(1)))
+            dmin = np.minimum(dmin, np.sqrt(((ZU - ZU[t]) ** 2).sum(1)))
             dmin[t] = -np.inf
         return out
 

@@ -10,7 +10,27 @@ import numbers
 from itertools import chain
 
 import numpy as np
-from marshmallow import ValidationError, fields
+from marshmallow import ValidationError, fields, validate
+
+
+def one_of(default, choices, description=None):
+    """A string parameter that must be one of ``choices``, ``default`` when absent.
+
+    Parameters
+    ----------
+    default : str
+        Value loaded when the field is missing.
+    choices : list of str
+        Accepted values; anything else is a ``ValidationError`` naming them.
+    description : str or None
+        OpenAPI / ``GET /v1/methods`` description.
+
+    Returns
+    -------
+    marshmallow.fields.String
+    """
+    metadata = {"description": description} if description else {}
+    return fields.String(load_default=default, validate=validate.OneOf(list(choices)), metadata=metadata)
 
 
 def _is_number(v):

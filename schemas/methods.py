@@ -7,7 +7,7 @@ it treats them as hard, and what it returns.
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from .fields import FiniteFloat, PositiveOrChoice, StrictInteger
+from .fields import FiniteFloat, PositiveOrChoice, StrictInteger, one_of
 
 
 class _Params(Schema):
@@ -33,15 +33,14 @@ _SIGMA_DOC = {"description": "Gaussian bandwidth in z-units of the data; null = 
 class SpectralParams(_Params):
     n_neighbors = _int(1, 1000, 20, metadata={"description": "k for the bandwidth rule / kNN graph"})
     sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
-    affinity = fields.String(load_default="rbf", validate=validate.OneOf(["rbf", "knn"]))
+    affinity = one_of("rbf", ["rbf", "knn"])
     n_init = _int(1, 100, 10)
 
 
 class SpectralLearningParams(_Params):
-    normalization = fields.String(load_default="sym", validate=validate.OneOf(["additive", "rw", "sym"]),
-                                  metadata={"description": "sym: NJW on the overwritten affinity; additive: "
-                                                           "Kamvar's normalisation; rw: generalized (URASC)"})
-    affinity = fields.String(load_default="rbf", validate=validate.OneOf(["rbf", "knn"]))
+    normalization = one_of("sym", ["additive", "rw", "sym"],
+            "sym: NJW on the overwritten affinity; additive: Kamvar's normalisation; rw: generalized (URASC)")
+    affinity = one_of("rbf", ["rbf", "knn"])
     n_neighbors = _int(1, 1000, 20)
     sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
     closure = fields.Boolean(load_default=False)
@@ -57,8 +56,8 @@ class E2CPParams(_Params):
 
 
 class COPKMeansParams(_Params):
-    init = fields.String(load_default="k-means++", validate=validate.OneOf(["k-means++", "random"]))
-    order = fields.String(load_default="dataset", validate=validate.OneOf(["dataset", "random"]))
+    init = one_of("k-means++", ["k-means++", "random"])
+    order = one_of("dataset", ["dataset", "random"])
     n_init = _int(1, 100, 10)
     max_iter = _int(1, 10000, 300)
     tol = _float(0, 1, 1e-4)
@@ -66,19 +65,15 @@ class COPKMeansParams(_Params):
 
 class COPRFParams(_Params):
     n_estimators = _int(1, 5000, 1000, metadata={"description": "number of trees T"})
-    cannot_link_policy = fields.String(load_default="relaxed",
-                                       validate=validate.OneOf(["relaxed", "literal", "strict", "separate"]),
-                                       metadata={"description": "relaxed (default, the spec's rule), literal/strict "
-                                                                "(the paper's Algorithm 1), or separate (relaxed, and "
-                                                                "pure real-only nodes holding cannot-links are cut "
-                                                                "too; better on ionosphere, wdbc, segment)"})
-    pseudo_samples = fields.String(load_default="uniform", validate=validate.OneOf(["uniform", "marginal"]),
-                                   metadata={"description": "uniform on each feature's range (paper) or the product "
-                                                            "of the empirical marginals (Shi & Horvath's Addcl1)"})
-    affinity_samples = fields.String(load_default="all", validate=validate.OneOf(["all", "in_bag"]),
-                                     metadata={"description": "all: every tree votes on every pair (spec CR-8); "
-                                                              "in_bag: a tree votes only on pairs its bag holds "
-                                                              "(dense n x n, n <= 3000)"})
+    cannot_link_policy = one_of("relaxed", ["relaxed", "literal", "strict", "separate"],
+            "relaxed (default, the spec's rule), literal/strict (the paper's Algorithm 1), or separate (relaxed, "
+            "and pure real-only nodes holding cannot-links are cut too; better on ionosphere, wdbc, segment)")
+    pseudo_samples = one_of("uniform", ["uniform", "marginal"],
+            "uniform on each feature's range (paper) or the product of the empirical marginals (Shi & Horvath's "
+            "Addcl1)")
+    affinity_samples = one_of("all", ["all", "in_bag"],
+            "all: every tree votes on every pair (spec CR-8); in_bag: a tree votes only on pairs its bag holds "
+            "(dense n x n, n <= 3000)")
     filter_constraints = fields.Boolean(load_default=True,
                                         metadata={"description": "noisy-constraint filter at each tree's root"})
     filter_fraction = _float(0, 1, 0.5, lo_inclusive=False, hi_inclusive=False,
@@ -92,22 +87,20 @@ class COPRFParams(_Params):
 class CCSKLParams(_Params):
     n_components = _int(2, 500, 20, metadata={"description": "m, number of smoothest Laplacian eigenvectors"})
     n_neighbors = _int(1, 1000, 20, metadata={"description": "k of the kNN graph"})
-    pair_convention = fields.String(load_default="ordered", validate=validate.OneOf(["ordered", "unordered"]),
-                                    metadata={"description": "ordered = paper Eq. 8, unordered = Eq. 7"})
+    pair_convention = one_of("ordered", ["ordered", "unordered"], "ordered = paper Eq. 8, unordered = Eq. 7")
     closure = fields.Boolean(load_default=False, metadata={"description": "add the transitive closure of must-links"})
     sigma = PositiveOrChoice(["auto", "select"], load_default="auto",
                              metadata={"description": "Gaussian width in z-units; auto = mean distance to the k-th "
                                                       "neighbour; select = the paper's 9 widths chosen by held-out "
                                                       "constraints (about 10x slower; best on ionosphere)"})
-    weighting = fields.String(load_default="balanced", validate=validate.OneOf(["balanced", "none"]),
-                              metadata={"description": "balanced: constraint rows together weigh `balance` x the "
-                                                       "n diagonal targets; none: the paper's literal loss"})
+    weighting = one_of("balanced", ["balanced", "none"],
+            "balanced: constraint rows together weigh `balance` x the n diagonal targets; none: the paper's "
+            "literal loss")
     balance = _float(0, 1000, 10.0, lo_inclusive=False)
     n_init = _int(1, 100, 10)
-    restart_selection = fields.String(load_default="constraints", validate=validate.OneOf(["constraints", "inertia"]),
-                                      metadata={"description": "which k-means restart is kept: the one that "
-                                                               "satisfies the most constraints (default), or the "
-                                                               "lowest inertia (the paper)"})
+    restart_selection = one_of("constraints", ["constraints", "inertia"],
+            "which k-means restart is kept: the one that satisfies the most constraints (default), or the lowest "
+            "inertia (the paper)")
 
 
 class DCRCParams(_Params):
@@ -122,8 +115,7 @@ class DCRCParams(_Params):
 
 
 class ReConParams(_Params):
-    cut = fields.String(load_default="constraint_guided",
-                        validate=validate.OneOf(["constraint_guided", "height", "merge_order"]))
+    cut = one_of("constraint_guided", ["constraint_guided", "height", "merge_order"])
     # Infeasible triplets follow the job's on_conflict: "keep" repairs (drops a
     # minimal conflicting set, reported in the result), "reject" answers 422.
 

@@ -2,7 +2,7 @@
 
 from marshmallow import RAISE, Schema, fields, validate
 
-from .fields import FiniteFloat, NumberOrChoice, StrictInteger
+from .fields import FiniteFloat, NumberOrChoice, StrictInteger, one_of
 
 
 class URASCParamsSchema(Schema):
@@ -11,23 +11,18 @@ class URASCParamsSchema(Schema):
     class Meta:
         unknown = RAISE
 
-    step_model = fields.String(load_default="nonparametric", validate=validate.OneOf(["nonparametric", "parametric"]),
-                               metadata={"description": "URASC+N (kNN label entropy) or URASC+P (GMM)"})
-    score = fields.String(load_default="product", validate=validate.OneOf(["product", "gradient", "entropy"]))
-    representative = fields.String(load_default="most_similar",
-                                   validate=validate.OneOf(["most_similar", "random", "founder"]))
-    k_growth = fields.String(load_default="sets", validate=validate.OneOf(["sets", "robust", "verify"]),
-                             metadata={"description": "sets: the paper's rule; verify (with representative="
-                                                      "founder): answers are votes, a new set must be confirmed "
-                                                      "by repeated 'no's (best with wrong answers); robust: an "
-                                                      "older, weaker variant of verify"})
-    kernel = fields.String(load_default="local", validate=validate.OneOf(["local", "gaussian"]),
-                           metadata={"description": "local: self-tuning kNN graph (default); gaussian: the "
-                                                    "paper's dense Gaussian graph"})
-    assign = fields.String(load_default="auto", validate=validate.OneOf(["auto", "kmeans", "propagate"]),
-                           metadata={"description": "final labels: kmeans on the embedding (paper), propagate "
-                                                    "(label spreading from the certain sets), or auto (kmeans "
-                                                    "unless it contradicts the answered sets)"})
+    step_model = one_of("nonparametric", ["nonparametric", "parametric"],
+            "URASC+N (kNN label entropy) or URASC+P (GMM)")
+    score = one_of("product", ["product", "gradient", "entropy"])
+    representative = one_of("most_similar", ["most_similar", "random", "founder"])
+    k_growth = one_of("sets", ["sets", "robust", "verify"],
+            "sets: the paper's rule; verify (with representative=founder): answers are votes, a new set must be "
+            "confirmed by repeated 'no's (best with wrong answers); robust: an older, weaker variant of verify")
+    kernel = one_of("local", ["local", "gaussian"],
+            "local: self-tuning kNN graph (default); gaussian: the paper's dense Gaussian graph")
+    assign = one_of("auto", ["auto", "kmeans", "propagate"],
+            "final labels: kmeans on the embedding (paper), propagate (label spreading from the certain sets), or "
+            "auto (kmeans unless it contradicts the answered sets)")
     explore = NumberOrChoice(["auto"], low=0.0, low_inclusive=True, high=1.0, load_default="auto",
                              metadata={"description": "fraction of rounds that ask about the farthest typical "
                                                       "uncertain sample (cluster discovery); auto: with "
@@ -47,19 +42,17 @@ class SessionCreateSchema(Schema):
         unknown = RAISE
 
     dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    strategy = fields.String(load_default="urasc", validate=validate.OneOf(["urasc", "random"]),
-                             metadata={"description": "urasc: uncertainty reduction; random: random pairs (baseline)"})
+    strategy = one_of("urasc", ["urasc", "random"], "urasc: uncertainty reduction; random: random pairs (baseline)")
     n_clusters = StrictInteger(load_default=None, allow_none=True,
                                metadata={"description": "K if known; null = unknown (grows as answers arrive)"})
     budget = StrictInteger(load_default=100, validate=validate.Range(min=1, max=100000),
                            metadata={"description": "maximum number of questions closed with an answer"})
-    question_type = fields.String(load_default="pairwise", validate=validate.OneOf(["pairwise", "triplet"]))
+    question_type = one_of("pairwise", ["pairwise", "triplet"])
     answers_per_question = StrictInteger(load_default=1, validate=validate.Range(min=1, max=15),
                                          metadata={"description": "answers collected before a question closes"})
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
                               metadata={"description": "questions kept ready for parallel workers"})
-    scale = fields.String(load_default="zscore", validate=validate.OneOf(["none", "zscore"]),
-                          metadata={"description": "feature scaling before the graph (URASC spec: z-score)"})
+    scale = one_of("zscore", ["none", "zscore"], "feature scaling before the graph (URASC spec: z-score)")
     params = fields.Dict(keys=fields.String(), load_default=dict)
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
 
