@@ -466,13 +466,24 @@ class URASC(ClusterMixin, BaseEstimator):
         one "no" per set). A given n_clusters stays fixed; with
         n_clusters=None a set counts towards K once it has 2 members or its
         founder's "no"s were confirmed (margin >= 2 against every older set;
-        not possible against a singleton, whose one member was asked).
-        Must-links come from the sets, cannot-links from the
-        answers only (as "robust"). Cost: a first-ask "yes" costs nothing
-        extra; each new set costs 1 + (number of sets) extra questions
-        (noise-free about K^2/2 per session). [deviation from U14, U15 and
-        §7.10 / §8.2 invariant 9: a recorded answer can disagree with the
-        sets (it was outvoted).] Evidence: see Notes, "Noisy oracles".
+        not possible against a singleton, whose one member was asked), and
+        no set check contests it. Set checks (n_clusters=None only): a
+        second wrong "no" can still found a spurious set, which then grows
+        with the samples near its founder, so a later member of every
+        younger set is asked once about each older set ("check" questions,
+        pairs of two certain samples, asked before new samples). The set is
+        settled against that older set once the check "no"s outnumber the
+        check "yes"s; after check "yes"s from 2 different later members
+        that outnumber the "no"s it is merged into the older set (K then
+        shrinks); a lone "yes" contests it (it does not count towards K)
+        and asks another later member. Must-links come from the sets,
+        cannot-links from the "no" answers between different sets or with
+        an uncertain sample. Cost: a first-ask "yes" costs nothing extra;
+        each new set costs 1 + (number of sets) extra questions plus one
+        check per older set (noise-free about K^2 per session). [deviation
+        from U14, U15 and §7.10 / §8.2 invariant 9: a recorded answer can
+        disagree with the sets (it was outvoted), and sets can merge.]
+        Evidence: see Notes, "Noisy oracles".
     seed_sample : int or None, default=None
         First certain sample; None = drawn from ``random_state``.
     random_state : int, RandomState or None, default=None
@@ -676,8 +687,10 @@ class URASC(ClusterMixin, BaseEstimator):
         Parameters
         ----------
         n_queries : int >= 1
-            Wanted number of questions; at most one per uncertain sample, and
-            never more than the remaining budget.
+            Wanted number of questions; at most one per uncertain sample (plus
+            the set-check questions of ``k_growth="verify"``, which pair two
+            certain samples and come first), and never more than the
+            remaining budget.
 
         Returns
         -------
@@ -696,9 +709,10 @@ class URASC(ClusterMixin, BaseEstimator):
             return []
         if self.strategy == "random":
             return self._random_queries(n)
+        checks = self._set_checks()
         if self._stale:
             self._recluster()
-        out = []
+        out = [self._check_question(m, r) for m, r in checks[:n]]
         for x, queue in self._pending.items():
             if len(out) >= n:
                 break
@@ -732,7 +746,10 @@ class URASC(ClusterMixin, BaseEstimator):
         -------
         outcomes : list of str
             Per answer: "accepted", "duplicate" (pair already answered),
-            "implied" (both samples already certain: not needed, not recorded),
+            "implied" (both samples already certain: not needed, not
+            recorded; under the set checks of ``k_growth="verify"`` with
+            n_clusters=None, a pair from two different sets is "accepted"
+            as evidence instead),
             "conflict" (contradicts an earlier answer: not recorded; never
             with k_growth="verify", where it is a vote),
             "rejected" (URASC only asks pairs with one certain sample),
@@ -761,6 +778,7 @@ class URASC(ClusterMixin, BaseEstimator):
                                         index=(pos,))
             parsed.append((int(i), int(j), _as_answer(a, pos)))
         outcomes = [self._tell_one(i, j, a) for i, j, a in parsed]
+        self._set_checks()
         self._publish_answers()
         return outcomes
 
@@ -786,6 +804,7 @@ class URASC(ClusterMixin, BaseEstimator):
             "certain_sets": [[int(v) for v in s] for s in self._sets],
             "answers": [[int(i), int(j), int(a)] for i, j, a in self._answers],
             "pending": [[int(x), [[int(l), int(r)] for l, r in q]] for x, q in self._pending.items()],
+            "check_pairs": sorted([int(i), int(j)] for i, j in self._check_pairs),
             "stale": bool(self._stale),
             "clustered_at": int(self._clustered_at),
             "query_log": self._log,
@@ -823,6 +842,7 @@ class URASC(ClusterMixin, BaseEstimator):
         for i, j, a in state["answers"]:
             est._record(int(i), int(j), int(a))
         est._pending = {int(x): [(int(l), int(r)) for l, r in q] for x, q in state["pending"]}
+        est._check_pairs = {(int(i), int(j)) for i, j in state.get("check_pairs", [])}
         est._log = list(state["query_log"])
         est._log_index = {int(x): int(v) for x, v in state["log_index"]}
         est._rejected = list(state["rejected"])
@@ -891,12 +911,13 @@ class URASC(ClusterMixin, BaseEstimator):
         self._asked = {}
         self._pairs = set()
         self._pending = {}
+        self._check_pairs = set()
         self._log = []
         self._log_index = {}
         self._rejected = []
         self._counters = {"dropped_gap_terms": 0, "entropy_isolated": 0, "gmm_fallbacks": 0,
                           "all_zero_entropy_rounds": 0, "reclusters": 0, "undetermined_samples": 0,
-                          "k_grew_beyond_n_clusters": 0}
+                          "k_grew_beyond_n_clusters": 0, "merged_sets": 0}
         self._stale = True
         self._sparsity = None
         self._clustered_at = 0
@@ -1052,6 +1073,11 @@ class URASC(ClusterMixin, BaseEstimator):
             return "accepted"
         ci, cj = self._set_of[i], self._set_of[j]
         if ci >= 0 and cj >= 0:
+            if ci != cj and self._checks_on():
+                self._record(i, j, a)  # evidence on whether the two sets are one class
+                self._check_pairs.add(key)
+                self._stale = True
+                return "accepted"
             return "implied"
         if ci < 0 and cj < 0:
             self._rejected.append([i, j, a, "both_uncertain"])
@@ -1103,8 +1129,110 @@ class URASC(ClusterMixin, BaseEstimator):
         if self.n_clusters is not None:
             return int(self.n_clusters)
         if self.k_growth == "verify":
-            return max(2, sum(1 for l, s in enumerate(self._sets) if len(s) >= 2 or self._confirmed(l)))
+            return max(2, sum(1 for l, s in enumerate(self._sets)
+                              if (len(s) >= 2 or self._confirmed(l)) and self._set_check(l)[0] != "contested"))
         return max(2, sum(1 for s in self._sets if len(s) >= 2))
+
+    def _grow_k(self):
+        """U14: K = max(K, counted sets); under set checks (verify, K unknown) K
+        follows the counted sets down as well, since sets can merge."""
+        if self._checks_on():
+            self._K = self._k_from_sets()
+        else:
+            self._K = max(self._K, self._k_from_sets())
+
+    def _checks_on(self):
+        return self.k_growth == "verify" and self.n_clusters is None and self.strategy == "urasc"
+
+    def _set_check(self, l):
+        """Set check of set l against the older sets (verify, K unknown).
+
+        A set founded after "no" answers can be a split of an older set when
+        those "no"s were wrong. Evidence is every answer between a later member
+        of l (not its founder) and a member of an older set o. Against each o:
+        settled when the "no"s outnumber the "yes"s; merge when >= 2 "yes"s
+        from different later members outnumber the "no"s; otherwise one more
+        question, from a later member that has not been asked about o (not the
+        one that answered "yes") to its most similar unasked member of o.
+
+        Returns
+        -------
+        ("settled" | "contested" | "open", None) or ("merge", o) or
+        ("ask", (member, representative)).
+        """
+        if not self._checks_on() or l == 0:
+            return "settled", None
+        later = self._sets[l][1:]
+        status, ask = "settled", None
+        for o in range(l):
+            yes = no = 0
+            yes_members, asked_members = set(), set()
+            for m in later:
+                for r, a in self._asked.get(m, {}).items():
+                    if self._set_of[r] == o and (min(m, r), max(m, r)) in self._check_pairs:
+                        asked_members.add(m)
+                        if a == _YES:
+                            yes += 1
+                            yes_members.add(m)
+                        elif a == _NO:
+                            no += 1
+            if no > yes:
+                continue
+            if len(yes_members) >= 2 and yes > no:
+                return "merge", o
+            if yes:
+                status = "contested"
+            elif status == "settled":
+                status = "open"
+            if ask is None:
+                for m in later:
+                    if m not in asked_members:
+                        r = self._next_member(m, o)
+                        if r is not None:
+                            ask = (int(m), int(r))
+                            break
+        if ask is not None:
+            return "ask", ask
+        return status, None
+
+    def _set_checks(self):
+        """Apply the merges the set checks call for; the check questions [(member, representative)]."""
+        if not self._checks_on():
+            return []
+        while True:
+            questions = []
+            for l in range(1, len(self._sets)):
+                kind, arg = self._set_check(l)
+                if kind == "merge":
+                    self._merge_sets(l, arg)
+                    break
+                if kind == "ask" and (min(arg), max(arg)) not in self._pairs:
+                    questions.append(arg)
+            else:
+                return questions
+
+    def _merge_sets(self, src, dst):
+        """Move every member of set ``src`` into the older set ``dst`` (set checks)."""
+        self._sets[dst].extend(self._sets[src])
+        del self._sets[src]
+        self._set_of[:] = -1
+        for l, members in enumerate(self._sets):
+            self._set_of[members] = l
+        for x, queue in list(self._pending.items()):
+            seen, new = set(), []
+            for _, r in queue:
+                l = int(self._set_of[r])
+                if l not in seen:
+                    seen.add(l)
+                    new.append((l, r))
+            self._pending[x] = new
+        self._counters["merged_sets"] = self._counters.get("merged_sets", 0) + 1
+        self._grow_k()
+        self._stale = True
+
+    def _check_question(self, m, r):
+        return {"i": int(m), "j": int(r), "pair": [int(m), int(r)], "sample": int(m),
+                "certain_set": int(self._set_of[r]), "score": None, "G": None, "H": None}
 
     def _confirmed(self, l):
         """verify mode: set l's founder leads every older set by >= 2 "no" votes
@@ -1196,7 +1324,7 @@ class URASC(ClusterMixin, BaseEstimator):
             self._set_of[x] = len(self._sets) - 1
             if self.n_clusters is not None and len(self._sets) > self._K:
                 self._counters["k_grew_beyond_n_clusters"] += 1
-            self._K = max(self._K, self._k_from_sets())  # U14
+            self._grow_k()  # U14
             self._close_log(x, f"new set {len(self._sets) - 1}")
             self._stale = True
         else:
@@ -1221,8 +1349,9 @@ class URASC(ClusterMixin, BaseEstimator):
             vals.append(same.astype(float))
         ans = self._answers if n_answers is None else self._answers[:n_answers]
         robust = self.k_growth in ("robust", "verify")
+        so = self._set_of
         extra = [(i, j, 1.0 if v == _YES else 0.0) for i, j, v in ans
-                 if v != _DK and (self._set_of[i] < 0 or self._set_of[j] < 0 or (robust and v == _NO))]
+                 if v != _DK and (so[i] < 0 or so[j] < 0 or (robust and v == _NO and so[i] != so[j]))]
         if extra:
             e = np.asarray(extra)
             rows.append(e[:, 0].astype(np.int64))
@@ -1312,7 +1441,7 @@ class URASC(ClusterMixin, BaseEstimator):
     def _recluster(self, n_answers=None):
         """Spec §4.1 steps 3.1-3.2 with the answers so far (or the first ``n_answers``)."""
         q_used = self._q if n_answers is None else int(n_answers)
-        self._K = max(self._K, self._k_from_sets())
+        self._grow_k()
         if self.strategy == "random" and self.n_clusters is None:
             self._K = max(self._K, self._random_k_lower_bound(q_used))
         K = int(min(self._K, self._n - 1))

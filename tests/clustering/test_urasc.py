@@ -652,3 +652,66 @@ def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeyp
     iterative = urasc_module._spread_labels(W, sets, 0.99)
     assert np.array_equal(direct, iterative)
     assert adjusted_rand_score(y, iterative) > 0.8
+
+
+def _liar_session(seed, *, k_growth="verify"):
+    """Two blobs; the class-0 sample farthest from the first certain sample
+    answers "no" about its own class for as long as it is uncertain, so it
+    founds a spurious set; every other answer is true."""
+    X, y = make_blobs(n_samples=60, centers=2, cluster_std=1.0, random_state=seed)
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth=k_growth, representative="founder").fit(X)
+    f = est.certain_sets_[0][0]
+    cls = np.flatnonzero(y == y[f])
+    liar = int(cls[np.argmax(((X[cls] - X[f]) ** 2).sum(1))])
+    founded = []
+    while True:
+        qs = est.suggest_queries(1)
+        if not qs:
+            break
+        answers = []
+        for q in qs:
+            a = bool(y[q["i"]] == y[q["j"]])
+            if liar in (q["i"], q["j"]) and est._set_of[liar] < 0 and a:
+                a = False
+            answers.append((q["i"], q["j"], a))
+        est.tell(answers)
+        if est._set_of[liar] >= 0 and not founded:
+            founded.append(len(est.certain_sets_))
+    return est.update(), y, founded
+
+
+@pytest.mark.parametrize("seed", [1, 2, 4])
+def test_verify_set_check_merges_a_set_founded_by_wrong_nos(seed):
+    est, y, founded = _liar_session(seed)
+    assert founded == [3], "the liar founded a third set"
+    assert est.diagnostics_["merged_sets"] == 1
+    assert len(est.certain_sets_) == 2 and est.n_clusters_ == 2
+    for s in est.certain_sets_:
+        assert len(set(y[s])) == 1
+    assert adjusted_rand_score(y, est.labels_) == 1.0
+    # the check questions pair later members of the young set with an older set
+    assert est._check_pairs and all(est._set_of[i] >= 0 and est._set_of[j] >= 0 for i, j in est._check_pairs)
+    # the paper's set growth keeps the spurious set
+    est2, _, _ = _liar_session(seed, k_growth="sets")
+    assert len(est2.certain_sets_) == 3
+
+
+def test_verify_set_checks_never_merge_true_classes_and_cost_one_question_per_older_set():
+    X, y = _blobs(80, 4, seed=2)
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder")
+    est.fit(X, oracle=_oracle(y))
+    assert est.diagnostics_["merged_sets"] == 0 and len(est.certain_sets_) == 4
+    assert len(est._check_pairs) == sum(range(4))  # set l is checked once against each older set
+    for i, j in est._check_pairs:
+        assert y[i] != y[j]
+
+
+def test_answer_between_two_sets_is_evidence_only_under_set_checks():
+    X, y = _blobs(60, 3, seed=3)
+    for k_growth, n_clusters, outcome in (("verify", None, "accepted"), ("verify", 3, "implied"),
+                                          ("sets", None, "implied")):
+        est = URASC(n_clusters=n_clusters, budget=None, random_state=0, n_init=2, k_growth=k_growth,
+                    representative="founder").fit(X, oracle=_oracle(y))
+        a, b = next((a, b) for a in est.certain_sets_[0] for b in est.certain_sets_[1]
+                    if (min(a, b), max(a, b)) not in est._pairs)
+        assert est.tell([(a, b, True)]) == [outcome]
