@@ -680,7 +680,7 @@ def _liar_session(seed, *, k_growth="verify"):
     return est.update(), y, founded
 
 
-@pytest.mark.parametrize("seed", [1, 2, 4])
+@pytest.mark.parametrize("seed", [1, 3, 4])
 def test_verify_set_check_merges_a_set_founded_by_wrong_nos(seed):
     est, y, founded = _liar_session(seed)
     assert founded == [3], "the liar founded a third set"
@@ -715,3 +715,42 @@ def test_answer_between_two_sets_is_evidence_only_under_set_checks():
         a, b = next((a, b) for a in est.certain_sets_[0] for b in est.certain_sets_[1]
                     if (min(a, b), max(a, b)) not in est._pairs)
         assert est.tell([(a, b, True)]) == [outcome]
+
+
+def _three_far_blobs():
+    X, y = make_blobs(n_samples=60, centers=[[0, 0], [10, 0], [30, 0]], cluster_std=0.5, random_state=0)
+    return X, y
+
+
+def test_batch_pending_question_goes_to_a_set_founded_meanwhile():
+    # x (blob 2) waits with the queue [set of blob 0, set of blob 1]; another
+    # sample of blob 2 founds a set before x's next question: x is asked about
+    # that set first, as a sequential session would once it exists.
+    X, y = _three_far_blobs()
+    a, b, c = (int(np.flatnonzero(y == k)[0]) for k in (0, 1, 2))
+    x = int(np.flatnonzero(y == 2)[1])
+    est = URASC(budget=None, random_state=0, n_init=2, seed_sample=a).fit(X)
+    est._sets, est._set_of[:] = [[a], [b]], -1
+    est._set_of[a], est._set_of[b] = 0, 1
+    est._pending = {x: [(0, a), (1, b)]}
+    est._sets.append([c])
+    est._set_of[c] = 2
+    est._stale = True
+    q = est.suggest_queries(1)[0]
+    assert (q["i"], q["j"], q["certain_set"]) == (x, c, 2)
+    # under "verify" the vote queue is left as it is
+    est.k_growth = "verify"
+    est._pending = {x: [(0, a), (1, b)]}
+    assert est.suggest_queries(1)[0]["j"] == a
+
+
+def test_batch_exploration_skips_the_neighbourhood_of_pending_samples():
+    X, y = _three_far_blobs()
+    a = int(np.flatnonzero(y == 0)[0])
+    est = URASC(n_clusters=3, budget=None, random_state=0, n_init=2, seed_sample=a).fit(X)
+    U = np.flatnonzero(est._set_of < 0)
+    far = est._farthest_uncertain(U, 1)[0]
+    assert y[far] == 2  # the farthest blob from the one certain sample
+    est._pending = {far: [(0, a)]}
+    U = U[U != far]
+    assert y[est._farthest_uncertain(U, 1)[0]] == 1  # blob 2 is being explored already
