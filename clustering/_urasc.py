@@ -362,8 +362,17 @@ class URASC(ClusterMixin, BaseEstimator):
     n_eig : int >= 2 or None, default=None
         Eigenpairs used in U6. None: all of them for n <= 1000, else
         min(n - 1, K + 50) (truncated mode, §6).
-    n_neighbors : int >= 1, default=20
-        k for the Gaussian bandwidth rule (U1) and the kNN graph (n > 5000).
+    n_neighbors : int >= 1, default=10
+        k of the local kernel's kNN lists; with ``kernel="gaussian"``, k of
+        the bandwidth rule (U1) and of the kNN graph (n > 5000). [deviation:
+        the spec's U1 uses 20; pass n_neighbors=20 for fidelity runs.] 10
+        because it finds segment's classes earlier and costs little
+        elsewhere. Evidence (URASC+N, local kernel, 5 trials, ARI at
+        50/100/150/200, k = 20 -> 10): segment K unknown .42/.56/.66/.68 ->
+        .49/.62/.66/.71, K known at 50/100 .46/.57 -> .49/.62; iris K unknown
+        .90/1/1/1 -> .93/1/1/1; wdbc .85/.95/.97/.99 -> .90/.95/.98/.99;
+        wine 1.00 -> .98 at 50 (1 from 100); ionosphere .65/.75/.85/.93 ->
+        .58/.72/.81/.91.
     n_neighbors_entropy : int >= 1, default=20
         k_H of U9.
     graph : {"auto", "dense", "knn"}, default="auto"
@@ -577,7 +586,7 @@ class URASC(ClusterMixin, BaseEstimator):
 
     def __init__(self, n_clusters=None, *, budget=100, strategy="urasc", step_model="nonparametric",
                  score="product", laplacian="rw", perturbation="exact", perturbation_terms="all",
-                 n_eig=None, n_neighbors=20, n_neighbors_entropy=20, graph="auto", affinity="rbf",
+                 n_eig=None, n_neighbors=10, n_neighbors_entropy=20, graph="auto", affinity="rbf",
                  representative="most_similar", fast=True, n_candidates=50, batch_size=1, diversity=1.0,
                  gap_floor=1e-9, n_init=10, k_growth="sets", seed_sample=None, random_state=None, callback=None,
                  kernel="local", assign="auto", propagation_alpha=0.99, explore="auto", agreement=0.9):

@@ -467,11 +467,13 @@ def test_known_k_explores_until_every_cluster_has_a_set(seed):
     # A small third blob: with K known, explore="auto" founds a set in it
     # within 5 questions (density is judged per current cluster, so the small
     # blob has explorable members); the paper's selection (explore=0) asks
-    # along the two big blobs' boundary and finds only two sets.
+    # along the two big blobs' boundary and finds only two sets (on the
+    # 20-NN graph; on the default 10-NN graph the small blob's samples are
+    # uncertain enough that it sometimes finds the third set too).
     X, y = make_blobs(n_samples=[80, 80, 20], centers=[[0, 0], [6, 0], [3, 12]], random_state=seed)
     oracle = lambda i, j: bool(y[i] == y[j])  # noqa: E731
-    found = {e: URASC(n_clusters=3, budget=5, explore=e, random_state=seed).fit(X, oracle=oracle).certain_sets_
-             for e in ("auto", 0.0)}
+    found = {e: URASC(n_clusters=3, budget=5, explore=e, random_state=seed, n_neighbors=20)
+             .fit(X, oracle=oracle).certain_sets_ for e in ("auto", 0.0)}
     assert sorted({int(y[s[0]]) for s in found["auto"]}) == [0, 1, 2]
     assert len(found[0.0]) == 2
 
