@@ -731,7 +731,7 @@ class URASC(ClusterMixin, BaseEstimator):
         checks = self._set_checks()
         if self._stale:
             self._recluster()
-        out = [self._check_question(m, r) for m, r in checks[:n]]
+        out = [self._question(m, (int(self._set_of[r]), r)) for m, r in checks[:n]]
         for x, queue in self._pending.items():
             if len(out) >= n:
                 break
@@ -1193,24 +1193,18 @@ class URASC(ClusterMixin, BaseEstimator):
         later = self._sets[l][1:]
         ask = None
         for o in range(l):
-            yes = no = 0
-            yes_members, asked_members = set(), set()
-            for m in later:
-                for r, a in self._asked.get(m, {}).items():
-                    if self._set_of[r] == o and (min(m, r), max(m, r)) in self._check_pairs:
-                        asked_members.add(m)
-                        if a == _YES:
-                            yes += 1
-                            yes_members.add(m)
-                        elif a == _NO:
-                            no += 1
+            votes = {m: self._votes(m, o, only=self._check_pairs) for m in later}
+            yes = sum(v[0] for v in votes.values())
+            no = sum(v[1] for v in votes.values())
             if no > yes:
                 continue
             fy, fn = self._votes(self._sets[l][0], o)
-            if len(yes_members) >= 2 and yes - no > max(fn - fy, 0):
+            if sum(v[0] > 0 for v in votes.values()) >= 2 and yes - no > max(fn - fy, 0):
                 return "merge", o
             for m in later if ask is None else ():
-                r = None if m in asked_members else self._core_member(m, o)
+                checked = any((min(m, r), max(m, r)) in self._check_pairs
+                              for r in self._asked.get(m, {}) if self._set_of[r] == o)  # "don't know" too
+                r = None if checked else self._core_member(m, o)
                 if r is not None:
                     ask = (int(m), int(r))
                     break
@@ -1236,14 +1230,10 @@ class URASC(ClusterMixin, BaseEstimator):
         """Set check representative: o's founder if x was not asked about it,
         else the unasked member of o most similar to that founder (a member
         placed by one wrong "yes" tends to sit at o's border, near x), or None."""
-        asked = self._asked.get(x, {})
         f = self._sets[o][0]
-        if f not in asked:
+        if f not in self._asked.get(x, {}):
             return int(f)
-        avail = [v for v in self._sets[o] if v not in asked]
-        if not avail:
-            return None
-        return int(avail[int(np.argmax(self._similarity(f, avail)))])
+        return self._next_member(x, o, anchor=f)
 
     def _merge_sets(self, src, dst):
         """Move every member of set ``src`` into the older set ``dst`` (set checks)."""
@@ -1263,10 +1253,6 @@ class URASC(ClusterMixin, BaseEstimator):
         self._counters["merged_sets"] = self._counters.get("merged_sets", 0) + 1
         self._grow_k()
         self._stale = True
-
-    def _check_question(self, m, r):
-        return {"i": int(m), "j": int(r), "pair": [int(m), int(r)], "sample": int(m),
-                "certain_set": int(self._set_of[r]), "score": None, "G": None, "H": None}
 
     def _confirmed(self, l):
         """verify mode: set l's founder leads every older set by >= 2 "no" votes
@@ -1299,22 +1285,24 @@ class URASC(ClusterMixin, BaseEstimator):
                 best, best_l = sim, l
         return best_l
 
-    def _votes(self, x, l):
-        """(number of "yes", number of "no") answers between x and members of set l."""
+    def _votes(self, x, l, only=None):
+        """(number of "yes", number of "no") answers between x and members of
+        set l; with ``only`` (a set of (min, max) pairs), just those pairs."""
         yes = no = 0
         for r, a in self._asked.get(x, {}).items():
-            if self._set_of[r] == l:
+            if self._set_of[r] == l and (only is None or (min(x, r), max(x, r)) in only):
                 yes += a == _YES
                 no += a == _NO
         return yes, no
 
-    def _next_member(self, x, l):
-        """The unasked member of set l most similar to x, or None."""
+    def _next_member(self, x, l, anchor=None):
+        """The member of set l not yet asked about x that is most similar to
+        ``anchor`` (default x), or None."""
         asked = self._asked.get(x, {})
         avail = [m for m in self._sets[l] if m not in asked]
         if not avail:
             return None
-        return int(avail[int(np.argmax(self._similarity(x, avail)))])
+        return int(avail[int(np.argmax(self._similarity(x if anchor is None else anchor, avail)))])
 
     def _confirmations(self, x):
         """k_growth="verify": before x founds a new set, every set that has

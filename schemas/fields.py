@@ -117,6 +117,25 @@ class NumberOrChoice(fields.Field):
     ``low < value`` (``low <= value`` with ``low_inclusive``) and, when
     ``high`` is given, ``value <= high``; e.g. URASC's ``explore``: "auto" or a
     fraction in [0, 1].
+
+    Parameters
+    ----------
+    choices : sequence of str
+        Accepted strings, loaded unchanged.
+    low : float, default=0.0
+        Lower bound of the numbers (unitless; the parameter's own unit).
+    low_inclusive : bool, default=False
+        Whether ``low`` itself is accepted.
+    high : float or None, default=None
+        Inclusive upper bound; None = unbounded.
+    **kwargs
+        marshmallow ``Field`` options (``load_default``, ``metadata``, ...).
+
+    Raises
+    ------
+    marshmallow.ValidationError
+        On load: not one of ``choices`` and not a finite number in range
+        (booleans are not numbers); the message names both.
     """
 
     default_error_messages = {"invalid": "Must be a finite number {range} or one of: {choices}."}
