@@ -490,9 +490,11 @@ class URASC(ClusterMixin, BaseEstimator):
         pairs of two certain samples, asked before new samples). The set is
         settled against that older set once the check "no"s outnumber the
         check "yes"s; it is merged into the older set (K then shrinks) when
-        check "yes"s from >= 2 different later members lead the check "no"s
-        by more than its founder's "no" margin against that set; until then
-        another later member is asked. Must-links come from the sets,
+        check "yes"s from >= 2 different samples (later members, or the
+        founder itself) lead the check "no"s by more than its founder's "no"
+        margin against that set; until then another later member is asked
+        and, once all have answered with the "yes"s at most 2 short, the
+        founder is asked again about an unasked member of the older set. Must-links come from the sets,
         cannot-links from the "no" answers between different sets or with
         an uncertain sample. Cost: a first-ask "yes" costs nothing extra;
         each new set costs 1 + (number of sets) extra questions plus one
@@ -1177,12 +1179,16 @@ class URASC(ClusterMixin, BaseEstimator):
         those "no"s were wrong. Evidence against each older set o: the check
         answers between a later member of l (not its founder) and a member of
         o. Settled when their "no"s outnumber their "yes"s; merge when "yes"s
-        from >= 2 different later members lead the "no"s by more than the
-        founder's own "no" margin against o (so a class is not merged away by
-        two misplaced members); otherwise one more question, from a later
-        member not yet checked against o to o's founder or, if asked, the
-        unasked member of o most similar to that founder (none while every
-        later member has been asked).
+        from >= 2 different samples (later members, or the founder with a
+        "yes" to o) lead the "no"s by more than the founder's own "no" margin
+        against o (so a class is not merged away by two misplaced members);
+        otherwise one more question, from a later member not yet checked
+        against o to o's founder or, if asked, the unasked member of o most
+        similar to that founder. Once every later member has answered, a
+        "yes" lead at most 2 short of the founder's margin asks the founder
+        again (an unasked member of o, most similar to o's founder): a wrong
+        "no" that founded the set is outvoted, while a true new class answers
+        "no" and widens its margin. Without such a lead, nothing more is asked.
 
         Returns
         -------
@@ -1190,7 +1196,7 @@ class URASC(ClusterMixin, BaseEstimator):
         """
         if not self._checks_on() or l == 0:
             return "settled", None
-        later = self._sets[l][1:]
+        f, later = self._sets[l][0], self._sets[l][1:]
         ask = None
         for o in range(l):
             votes = {m: self._votes(m, o, only=self._check_pairs) for m in later}
@@ -1198,16 +1204,26 @@ class URASC(ClusterMixin, BaseEstimator):
             no = sum(v[1] for v in votes.values())
             if no > yes:
                 continue
-            fy, fn = self._votes(self._sets[l][0], o)
-            if sum(v[0] > 0 for v in votes.values()) >= 2 and yes - no > max(fn - fy, 0):
+            fy, fn = self._votes(f, o)
+            givers = sum(v[0] > 0 for v in votes.values()) + (fy > 0)
+            if givers >= 2 and yes - no > max(fn - fy, 0):
                 return "merge", o
-            for m in later if ask is None else ():
+            if ask is not None:
+                continue
+            for m in later:
                 checked = any((min(m, r), max(m, r)) in self._check_pairs
                               for r in self._asked.get(m, {}) if self._set_of[r] == o)  # "don't know" too
                 r = None if checked else self._core_member(m, o)
                 if r is not None:
                     ask = (int(m), int(r))
                     break
+            else:
+                # Every later member has answered: when their "yes"s fall at most
+                # 2 short of the founder's "no" margin, the founder is asked again
+                # (to o's unasked member most like o's founder).
+                if yes > no and fn - fy - (yes - no) <= 2:
+                    r = self._next_member(f, o, anchor=self._sets[o][0])
+                    ask = None if r is None else (int(f), int(r))
         return ("settled", None) if ask is None else ("ask", ask)
 
     def _set_checks(self):

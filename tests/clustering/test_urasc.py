@@ -682,7 +682,9 @@ def _liar_session(seed, *, k_growth="verify"):
     return est.update(), y, founded
 
 
-@pytest.mark.parametrize("seed", [1, 3, 4])
+# Seeds 0-7 but 0 and 5: there the liar's set never gets a second member, so no
+# later member can be checked (a singleton set is left to the founder's margin).
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 6, 7])
 def test_verify_set_check_merges_a_set_founded_by_wrong_nos(seed):
     est, y, founded = _liar_session(seed)
     assert founded == [3], "the liar founded a third set"
