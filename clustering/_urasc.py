@@ -234,8 +234,16 @@ def _spread_labels(W, sets, alpha):
     """Label spreading from the certain sets (extension, ``assign="propagate"``).
 
     ``F = (I - alpha D^{-1/2} W D^{-1/2})^{-1} Y`` with ``Y[i, l] = 1`` for i in
-    set l (Zhou et al. 2004); labels = argmax over the columns, certain samples
-    keep their set.
+    set l (Zhou et al. 2004), then class-mass normalisation (Zhu, Ghahramani and
+    Lafferty 2003, §4) with a uniform class prior: each column is divided by its
+    sum before the argmax; certain samples keep their set. Without it, with
+    alpha near 1 every column is dominated by the same ``sqrt(degree)``
+    direction scaled by the set's size, so the set with the most (or best
+    connected) members takes nearly every sample: segment, k_growth="verify",
+    K unknown, 10% wrong answers, trial 0 gave 1933 of 2310 samples to one set
+    (ARI .10). Segment, K known, 5 trials, ARI at 50/100/150/200: plain
+    .49/.62/.70/.72, prior = set sizes .51/.66/.73/.75, uniform
+    .58/.67/.76/.79; iris, wine, ionosphere and wdbc (K unknown) within .02.
 
     Parameters
     ----------
@@ -270,6 +278,9 @@ def _spread_labels(W, sets, alpha):
         with threadpool_limits(limits=1):
             F = np.linalg.solve(A, Y)
     F = np.asarray(F).reshape(n, L)
+    # (I - alpha M)^-1 = sum_k alpha^k M^k is entrywise non-negative and each
+    # column of Y has a 1, so every column sum is positive.
+    F = F / F.sum(axis=0)
     labels = np.argmax(F, axis=1).astype(np.int64)
     for l, members in enumerate(sets):
         labels[members] = l
@@ -392,7 +403,8 @@ class URASC(ClusterMixin, BaseEstimator):
         generalized eigenvectors). "propagate" [deviation from U4]: once there
         are exactly K certain sets, labels come from label spreading of the
         sets over the constrained graph W^t (Zhou et al. 2004, ``F = (I -
-        alpha D^-1/2 W D^-1/2)^-1 Y``); before that, k-means as in U4. "auto"
+        alpha D^-1/2 W D^-1/2)^-1 Y``, each column divided by its sum: class-mass
+        normalisation with a uniform prior); before that, k-means as in U4. "auto"
         [deviation from U4]: k-means, replaced by label spreading when fewer
         than ``agreement`` of the certain samples fall in the k-means cluster
         matched to their set (Hungarian matching), i.e. when the embedding
