@@ -27,7 +27,9 @@ class JobCreateSchema(Schema):
                                                    "the stored dataset is never changed"})
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
     callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
-                              metadata={"description": "POSTed a signed event when the job ends"})
+                              metadata={"description": "POSTed a signed event when the job ends; public hosts "
+                                                       "only (loopback, private and link-local hosts get a 422 "
+                                                       "unless SHOAL_CALLBACK_ALLOW_PRIVATE is set)"})
 
 
 class ProgressSchema(Schema):

@@ -7,6 +7,10 @@ def _int(name, default):
     return int(os.environ.get(name, default))
 
 
+def _flag(name):
+    return os.environ.get(name, "").strip().lower() in ("1", "true", "yes")
+
+
 class Config:
     """Flask + flask-smorest settings and Shoal's request limits."""
 
@@ -32,6 +36,9 @@ class Config:
     SHOAL_MAX_CELLS = _int("SHOAL_MAX_CELLS", 10_000_000)
     SHOAL_MAX_CONSTRAINTS = _int("SHOAL_MAX_CONSTRAINTS", 200_000)
     SHOAL_RETRY_AFTER = _int("SHOAL_RETRY_AFTER", 1)
+    # callback_url may name a loopback / private / link-local host (tests, or a
+    # deployment whose clients share its network); off: refused with a 422.
+    SHOAL_CALLBACK_ALLOW_PRIVATE = _flag("SHOAL_CALLBACK_ALLOW_PRIVATE")
     TESTING = False
 
 

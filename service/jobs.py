@@ -19,6 +19,7 @@ from schemas.jobs import (
 )
 from schemas.methods import METHODS
 from schemas.results import ResultSchema
+from workers.callbacks import callback_target_error
 from workers.store import decode_token, load_affinity
 from workers.submit import submit_job
 
@@ -77,12 +78,24 @@ def _check_method(body, n_samples):
     return params
 
 
+def _check_callback(url):
+    """422 for a callback_url naming a loopback, private or link-local host (a
+    literal address or local name; the worker resolves names before sending)."""
+    if url is None:
+        return
+    refused = callback_target_error(url, allow_private=current_app.config["SHOAL_CALLBACK_ALLOW_PRIVATE"],
+                                    resolve=False)
+    if refused:
+        raise ApiError(422, "invalid_callback_url", f"callback_url refused: {refused}",
+                       errors={"/callback_url": [f"{refused}; callbacks go to public addresses only"]})
+
+
 @blp.route("", methods=["POST"])
 @blp.arguments(JobCreateSchema)
 @blp.response(202, JobSchema)
 @problem_docs(blp, (404, "Unknown dataset"),
               (413, "Too many constraints"),
-              (422, "Invalid method, parameters or constraints"),
+              (422, "Invalid method, parameters, constraints or callback_url"),
               (503, "Queue unavailable"))
 def create_job(body):
     """Submit a clustering job; poll the returned ``Location``."""
@@ -90,6 +103,7 @@ def create_job(body):
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
     n = meta["n_samples"]
     params = _check_method(body, n)
+    _check_callback(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
     conflicts, n_conflicts = pairwise_conflicts(checked, item_ids)

@@ -22,6 +22,7 @@ TEST_ENV = {
     "SHOAL_PROGRESS_INTERVAL": "0.2",
     "SHOAL_WEBHOOK_SECRET": "test-secret",
     "SHOAL_MAX_ROWS": "5000",
+    "SHOAL_CALLBACK_ALLOW_PRIVATE": "1",  # the webhook test listens on 127.0.0.1
 }
 
 

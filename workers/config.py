@@ -31,6 +31,7 @@ class Settings:
     progress_interval: float = 1.0
     webhook_secret: str = ""
     webhook_max_retries: int = 5
+    callback_allow_private: bool = False
     queues: dict = field(default_factory=lambda: {"long": "shoal.long", "short": "shoal.short"})
 
     @classmethod
@@ -46,6 +47,8 @@ class Settings:
             dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
             progress_interval=_env_float("SHOAL_PROGRESS_INTERVAL", cls.progress_interval),
             webhook_secret=os.environ.get("SHOAL_WEBHOOK_SECRET", ""),
+            callback_allow_private=os.environ.get("SHOAL_CALLBACK_ALLOW_PRIVATE", "").strip().lower()
+            in ("1", "true", "yes"),
         )
         if not s.soft_time_limit < s.hard_time_limit < s.visibility_timeout:
             raise ValueError(

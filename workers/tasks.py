@@ -16,6 +16,7 @@ from clustering._metrics import clustering_scores, constraint_satisfaction
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
 from . import registry
+from .callbacks import callback_target_error
 from .celery_app import app
 from .store import Store, problem
 
@@ -266,6 +267,10 @@ def deliver_webhook(self, job_id, url):
     job = store.get_job(job_id)
     if job is None:
         return
+    refused = callback_target_error(url, allow_private=store.settings.callback_allow_private, resolve=True)
+    if refused:  # checked at every delivery: the name may resolve elsewhere by now
+        log.warning("job %s: callback to %s not sent: %s", job_id, url, refused)
+        return
     body = json.dumps({"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
                        "result_url": f"/v1/jobs/{job_id}/result"}, separators=(",", ":"))
     msg_id = f"msg_{uuid.uuid4().hex}"
@@ -274,7 +279,7 @@ def deliver_webhook(self, job_id, url):
     if store.settings.webhook_secret:
         headers["webhook-signature"] = sign_webhook(store.settings.webhook_secret, msg_id, ts, body)
     try:
-        resp = requests.post(url, data=body, headers=headers, timeout=10)
+        resp = requests.post(url, data=body, headers=headers, timeout=10, allow_redirects=False)
         if resp.status_code >= 300:
             raise RuntimeError(f"callback answered {resp.status_code}")
     except Exception as exc:  # noqa: BLE001

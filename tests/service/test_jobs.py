@@ -150,3 +150,27 @@ def test_relative_constraints_check_reports_a_minimal_conflict(client, blobs_dat
     ok = client.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {
         "relative": [[0, 1, 2], [0, 1, 3]]}})
     assert ok.json["consistent"] is True and ok.json["relative"]["conflicting"] == []
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:8080/hook", "http://[::1]/hook", "http://10.1.2.3/hook",
+                                 "http://169.254.169.254/latest/meta-data", "http://localhost:5000/",
+                                 "https://metadata.google.internal/"])
+def test_callback_to_a_private_host_is_refused_unless_allowed(store, blobs_dataset, url):
+    from service import create_app
+
+    did, _, _ = blobs_dataset
+    for allow, status in ((False, 422), (True, 202)):
+        app = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_CALLBACK_ALLOW_PRIVATE": allow})
+        r = submit(app.test_client(), did, callback_url=url)
+        assert r.status_code == status, r.json
+        if status == 422:
+            assert r.mimetype == PROBLEM and "/callback_url" in r.json["errors"]
+
+
+def test_callback_to_a_public_host_is_accepted(store, blobs_dataset):
+    from service import create_app
+
+    did, _, _ = blobs_dataset
+    app = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_CALLBACK_ALLOW_PRIVATE": False})
+    for url in ("https://hooks.example.com/shoal", "http://93.184.216.34:8080/hook"):
+        assert submit(app.test_client(), did, callback_url=url).status_code == 202
