@@ -494,7 +494,9 @@ class URASC(ClusterMixin, BaseEstimator):
         one "no" per set). A given n_clusters stays fixed; with
         n_clusters=None a set counts towards K once it has 2 members or its
         founder's "no"s were confirmed (margin >= 2 against every older set;
-        not possible against a singleton, whose one member was asked). Set
+        a set that was a singleton when the founder was asked gives a margin
+        of 1, so once it has grown, a still-singleton set's founder is asked
+        about its most similar unasked member, before any other question). Set
         checks (n_clusters=None only): a second wrong "no" can still found a
         spurious set, which then grows with the samples near its founder, so
         a later member of every younger set is asked once about each older
@@ -1209,6 +1211,20 @@ class URASC(ClusterMixin, BaseEstimator):
         if not self._checks_on() or l == 0:
             return "settled", None
         f, later = self._sets[l][0], self._sets[l][1:]
+        if not later and not self._confirmed(l):
+            # A singleton counts towards K once its founder leads every older set
+            # by 2 "no"s; against a set that was itself a singleton when asked
+            # the lead is 1, so ask again now that the set has another member.
+            # Its founder's answers then decide as they would for an uncertain
+            # sample: "yes"s outnumbering "no"s merge it, a tie asks once more.
+            for o in range(l):
+                fy, fn = self._votes(f, o)
+                if fy > fn:
+                    return "merge", o
+                r = self._next_member(f, o) if fn - fy in (0, 1) else None
+                if r is not None:
+                    return "ask", (int(f), int(r))
+            return "settled", None
         ask = None
         for o in range(l):
             votes = {m: self._votes(m, o, only=self._check_pairs) for m in later}

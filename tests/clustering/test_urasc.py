@@ -698,10 +698,9 @@ def _liar_session(seed, *, k_growth="verify"):
     return est.update(), y, founded
 
 
-# Seeds 0-7 but 0: there the liar's set never gets a second member, so no later
-# member can be checked (a singleton set is left to the founder's margin).
-# (Seed 5 gets one since label spreading is class-mass normalised.)
-@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5, 6, 7])
+# Seeds 0-7 but 0, 3 and 5: there the liar's set never gets a second member, so no later
+# member can be checked, and its founder's lies already confirmed it (2 "no"s per set).
+@pytest.mark.parametrize("seed", [1, 2, 4, 6, 7])
 def test_verify_set_check_merges_a_set_founded_by_wrong_nos(seed):
     est, y, founded = _liar_session(seed)
     assert founded == [3], "the liar founded a third set"
@@ -722,7 +721,13 @@ def test_verify_set_checks_never_merge_true_classes_and_cost_one_question_per_ol
     est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder")
     est.fit(X, oracle=_oracle(y))
     assert est.diagnostics_["merged_sets"] == 0 and len(est.certain_sets_) == 4
-    assert len(est._check_pairs) == sum(range(4))  # set l is checked once against each older set
+    sets = est.certain_sets_
+    askers = [max((i, j), key=lambda v: est._set_of[v]) for i, j in est._check_pairs]
+    founders = [v for v in askers if sets[est._set_of[v]][0] == v]
+    # set l is checked once against each older set; besides, a founder confirms
+    # (once) a set that was a singleton when it was asked
+    assert len(askers) - len(founders) == sum(range(4))
+    assert len(founders) <= sum(range(4))
     for i, j in est._check_pairs:
         assert y[i] != y[j]
 
@@ -775,3 +780,44 @@ def test_batch_exploration_skips_the_neighbourhood_of_pending_samples():
     est._pending = {far: [(0, a)]}
     U = U[U != far]
     assert y[est._farthest_uncertain(U, 1)[0]] == 1  # blob 2 is being explored already
+
+
+
+
+
+def test_verify_singleton_founded_against_a_singleton_is_asked_again():
+    """A set founded when the older set had one member leads it by one "no" only
+    and would never count towards K; once the older set has grown, its founder
+    is asked first about that set's unasked member (noise-free: a second "no",
+    and the set counts). Segment, noise-free, trial 1: K stayed 2 of 7 (ARI .18)."""
+    X, y = _blobs(60, 3, seed=0)
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder").fit(X)
+    state = est.get_state()
+    s0 = state["first_sample"]
+    b = int(np.flatnonzero(y != y[s0])[0])
+    c = int(np.flatnonzero((y == y[s0]) & (np.arange(60) != s0))[0])
+    state.update(certain_sets=[[s0, c], [b]], answers=[[b, s0, 0], [c, s0, 1]], stale=True, K=2)
+    est = URASC.from_state(X, state)
+    assert not est._confirmed(1)
+    q = est.suggest_queries(1)[0]
+    assert {q["i"], q["j"]} == {b, c}
+    assert est.tell([(b, c, False)]) == ["accepted"]
+    assert est._votes(b, 0) == (0, 2) and est._confirmed(1)
+
+
+def test_verify_singleton_whose_founder_says_yes_is_merged():
+    """The founder of an unconfirmed singleton answered one wrong "no": asked
+    again, its "yes"s come to outnumber its "no"s and the set merges (K shrinks)."""
+    X, y = _blobs(60, 3, seed=0)
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder").fit(X)
+    state = est.get_state()
+    s0 = state["first_sample"]
+    b, c, d = (int(v) for v in np.flatnonzero((y == y[s0]) & (np.arange(60) != s0))[:3])
+    state.update(certain_sets=[[s0, c, d], [b]], answers=[[b, s0, 0], [c, s0, 1], [d, s0, 1]], stale=True, K=2)
+    est = URASC.from_state(X, state)
+    for _ in range(2):  # the first "yes" ties the wrong "no", the second outvotes it
+        q = est.suggest_queries(1)[0]
+        assert b in (q["i"], q["j"]) and est._set_of[q["i"] + q["j"] - b] == 0
+        est.tell([(q["i"], q["j"], True)])
+    est.suggest_queries(1)
+    assert est.certain_sets_ == [[s0, c, d, b]] and est.diagnostics_["merged_sets"] == 1
