@@ -1,0 +1,381 @@
+"""Certain-sample sets of URASC: how answers place samples (spec U14, U15).
+
+The bookkeeping half of :class:`clustering._urasc.URASC`, kept apart from the
+spectral learning and the query selection: per-sample question queues over the
+sets, the paper's set growth (a "yes" joins, "no" from every set founds a new
+set), the noise-tolerant votes of ``k_growth="robust"`` / ``"verify"``, and the
+set checks that merge sets founded by wrong "no"s. A mixin: it reads the
+estimator's parameters (``k_growth``, ``representative``, ``n_clusters``,
+``strategy``) and session state (``_sets``, ``_set_of``, ``_asked``,
+``_pending``, ``_check_pairs``, ...) that ``URASC._initialize`` creates.
+"""
+
+import numpy as np
+
+_YES, _NO, _DK = 1, 0, -1
+
+
+def _seed(base, *tags):
+    """A 32-bit seed derived from ``base`` and integer ``tags`` (independent streams)."""
+    return int(np.random.SeedSequence([int(base)] + [int(t) for t in tags]).generate_state(1)[0])
+
+
+class CertainSetsMixin:
+    """Answers -> certain-sample sets, K from the sets (U14, U15), votes and set checks."""
+
+    def _record(self, i, j, a):
+        self._answers.append((i, j, a))
+        self._pairs.add((min(i, j), max(i, j)))
+        self._asked.setdefault(i, {})[j] = a
+        self._asked.setdefault(j, {})[i] = a
+
+    def _set_status(self, x, l):
+        """(has a "no" to set l, number of don't-knows with members of l)."""
+        no, dk = False, 0
+        for r, a in self._asked.get(x, {}).items():
+            if self._set_of[r] == l:
+                if a == _NO:
+                    no = True
+                elif a == _DK:
+                    dk += 1
+        return no, dk
+
+    def _similarity(self, x, members):
+        members = np.asarray(members, dtype=np.int64)
+        if self._X is not None:
+            d2 = ((self._X[members] - self._X[x]) ** 2).sum(axis=1)
+            return np.exp(-d2 / (2.0 * self._sigma**2))
+        if self._sparse:
+            return np.asarray(self._W0[x, members].todense()).ravel()
+        return self._W0[x, members]
+
+    def _build_queue(self, x):
+        """U15 steps 1-3: one representative per askable set, by decreasing w0."""
+        entries = []
+        asked = self._asked.get(x, {})
+        for l, members in enumerate(self._sets):
+            no, dk = self._set_status(x, l)
+            if no or dk >= 2:
+                continue
+            avail = [m for m in members if m not in asked]
+            if not avail:
+                continue
+            sims = self._similarity(x, avail)
+            key = float(sims.max())
+            if self.representative == "random":
+                rng = np.random.default_rng(_seed(self._seed_base, 2, x, l, len(asked)))
+                t = int(rng.integers(len(avail)))
+                key = float(sims[t])
+            elif self.representative == "founder":
+                t = 0  # the set's first member if still available (avail keeps set order)
+            else:
+                t = int(np.argmax(sims))
+            entries.append((-key, l, int(avail[t])))
+        entries.sort()
+        return [(l, r) for _, l, r in entries]
+
+    def _question(self, x, entry):
+        l, r = entry
+        idx = self._log_index.get(x)
+        e = self._log[idx] if idx is not None else {}
+        return {"i": int(x), "j": int(r), "pair": [int(x), int(r)], "sample": int(x), "certain_set": int(l),
+                "score": e.get("score"), "G": e.get("G"), "H": e.get("H")}
+
+    def _close_log(self, x, outcome):
+        idx = self._log_index.pop(x, None)
+        if idx is not None:
+            self._log[idx]["outcome"] = outcome
+
+    def _tell_one(self, i, j, a):
+        key = (min(i, j), max(i, j))
+        if key in self._pairs:
+            return "duplicate"
+        if self._remaining() <= 0:
+            return "over_budget"
+        if self.strategy == "random":
+            self._record(i, j, a)
+            if a != _DK:
+                self._stale = True
+            return "accepted"
+        ci, cj = self._set_of[i], self._set_of[j]
+        if ci >= 0 and cj >= 0:
+            if ci != cj and self._checks_on():
+                self._record(i, j, a)  # evidence on whether the two sets are one class
+                self._check_pairs.add(key)
+                self._stale = True
+                return "accepted"
+            return "implied"
+        if ci < 0 and cj < 0:
+            self._rejected.append([i, j, a, "both_uncertain"])
+            return "rejected"
+        x, r = (i, j) if ci < 0 else (j, i)
+        l = int(self._set_of[r])
+        if a == _YES and self._set_status(x, l)[0] and self.k_growth != "verify" and not (
+                self.k_growth == "robust" and self._no_count(x, l) < 2):
+            self._rejected.append([i, j, a, "conflict"])
+            return "conflict"
+        self._record(i, j, a)
+        idx = self._log_index.get(x)
+        if idx is not None:
+            self._log[idx]["answers"].append([int(r), int(a)])
+        if a == _YES and self.k_growth == "verify":
+            yes, no = self._votes(x, l)
+            if yes == no:  # tie: another member of l decides (the data breaks a tie with none left)
+                nxt = self._next_member(x, l)
+                if nxt is not None:
+                    rest = [e for e in self._pending.get(x, []) if e[0] != l]
+                    self._pending[x] = [(l, nxt)] + rest
+                    return "accepted"
+            elif yes < no:
+                a = _NO  # outvoted: l stays excluded, as after a "no"
+        if a == _YES:
+            self._sets[l].append(x)
+            self._set_of[x] = l
+            self._pending.pop(x, None)
+            self._close_log(x, f"joined set {l}")
+            self._stale = True
+            return "accepted"
+        if x in self._pending:
+            queue = [e for e in self._pending[x] if not (e[0] == l and (a == _NO or e[1] == r))]
+            if queue:
+                self._pending[x] = queue
+            else:
+                del self._pending[x]
+                self._resolve(x)
+        return "accepted"
+
+    def _k_from_sets(self):
+        """U14 (k_growth="sets"): every certain set is a cluster. "robust": a known
+        n_clusters stays fixed and, when unknown, only sets with >= 2 members count
+        (a singleton is often a wrong "no" under a noisy oracle). "verify": as
+        "robust", but a singleton also counts when its founder's "no"s were
+        confirmed (a margin of >= 2 against every older set)."""
+        if self.k_growth == "sets":
+            return len(self._sets)
+        if self.n_clusters is not None:
+            return int(self.n_clusters)
+        if self.k_growth == "verify":
+            return max(2, sum(1 for l, s in enumerate(self._sets) if len(s) >= 2 or self._confirmed(l)))
+        return max(2, sum(1 for s in self._sets if len(s) >= 2))
+
+    def _grow_k(self):
+        """U14: K = max(K, counted sets); under set checks (verify, K unknown) K
+        follows the counted sets down as well, since sets can merge."""
+        if self._checks_on():
+            self._K = self._k_from_sets()
+        else:
+            self._K = max(self._K, self._k_from_sets())
+
+    def _checks_on(self):
+        return self.k_growth == "verify" and self.n_clusters is None and self.strategy == "urasc"
+
+    def _set_check(self, l):
+        """Set check of set l against the older sets (verify, K unknown).
+
+        A set founded after "no" answers can be a split of an older set when
+        those "no"s were wrong. Evidence against each older set o: the check
+        answers between a later member of l (not its founder) and a member of
+        o. Settled when their "no"s outnumber their "yes"s; merge when "yes"s
+        from >= 2 different samples (later members, or the founder with a
+        "yes" to o) lead the "no"s by more than the founder's own "no" margin
+        against o (so a class is not merged away by two misplaced members);
+        otherwise one more question, from a later member not yet checked
+        against o to o's founder or, if asked, the unasked member of o most
+        similar to that founder. Once every later member has answered, a
+        "yes" lead at most 2 short of the founder's margin asks the founder
+        again (an unasked member of o, most similar to o's founder): a wrong
+        "no" that founded the set is outvoted, while a true new class answers
+        "no" and widens its margin. Without such a lead, nothing more is asked.
+
+        Returns
+        -------
+        ("settled", None), ("merge", o) or ("ask", (member, representative)).
+        """
+        if not self._checks_on() or l == 0:
+            return "settled", None
+        f, later = self._sets[l][0], self._sets[l][1:]
+        if not later and not self._confirmed(l):
+            # A singleton counts towards K once its founder leads every older set
+            # by 2 "no"s; against a set that was itself a singleton when asked
+            # the lead is 1, so ask again now that the set has another member.
+            # Its founder's answers then decide as they would for an uncertain
+            # sample: "yes"s outnumbering "no"s merge it, a tie asks once more.
+            for o in range(l):
+                fy, fn = self._votes(f, o)
+                if fy > fn:
+                    return "merge", o
+                r = self._next_member(f, o) if fn - fy in (0, 1) else None
+                if r is not None:
+                    return "ask", (int(f), int(r))
+            return "settled", None
+        ask = None
+        for o in range(l):
+            votes = {m: self._votes(m, o, only=self._check_pairs) for m in later}
+            yes = sum(v[0] for v in votes.values())
+            no = sum(v[1] for v in votes.values())
+            if no > yes:
+                continue
+            fy, fn = self._votes(f, o)
+            givers = sum(v[0] > 0 for v in votes.values()) + (fy > 0)
+            if givers >= 2 and yes - no > max(fn - fy, 0):
+                return "merge", o
+            if ask is not None:
+                continue
+            for m in later:
+                checked = any((min(m, r), max(m, r)) in self._check_pairs
+                              for r in self._asked.get(m, {}) if self._set_of[r] == o)  # "don't know" too
+                r = None if checked else self._core_member(m, o)
+                if r is not None:
+                    ask = (int(m), int(r))
+                    break
+            else:
+                # Every later member has answered: when their "yes"s fall at most
+                # 2 short of the founder's "no" margin, the founder is asked again
+                # (to o's unasked member most like o's founder).
+                if yes > no and fn - fy - (yes - no) <= 2:
+                    r = self._next_member(f, o, anchor=self._sets[o][0])
+                    ask = None if r is None else (int(f), int(r))
+        return ("settled", None) if ask is None else ("ask", ask)
+
+    def _set_checks(self):
+        """Apply the merges the set checks call for; the check questions [(member, representative)]."""
+        if not self._checks_on():
+            return []
+        while True:
+            questions = []
+            for l in range(1, len(self._sets)):
+                kind, arg = self._set_check(l)
+                if kind == "merge":
+                    self._merge_sets(l, arg)
+                    break
+                if kind == "ask" and (min(arg), max(arg)) not in self._pairs:
+                    questions.append(arg)
+            else:
+                return questions
+
+    def _core_member(self, x, o):
+        """Set check representative: o's founder if x was not asked about it,
+        else the unasked member of o most similar to that founder (a member
+        placed by one wrong "yes" tends to sit at o's border, near x), or None."""
+        f = self._sets[o][0]
+        if f not in self._asked.get(x, {}):
+            return int(f)
+        return self._next_member(x, o, anchor=f)
+
+    def _merge_sets(self, src, dst):
+        """Move every member of set ``src`` into the older set ``dst`` (set checks)."""
+        self._sets[dst].extend(self._sets[src])
+        del self._sets[src]
+        self._set_of[:] = -1
+        for l, members in enumerate(self._sets):
+            self._set_of[members] = l
+        for x, queue in list(self._pending.items()):
+            seen, new = set(), []
+            for _, r in queue:
+                l = int(self._set_of[r])
+                if l not in seen:
+                    seen.add(l)
+                    new.append((l, r))
+            self._pending[x] = new
+        self._counters["merged_sets"] = self._counters.get("merged_sets", 0) + 1
+        self._grow_k()
+        self._stale = True
+
+    def _confirmed(self, l):
+        """verify mode: set l's founder leads every older set by >= 2 "no" votes
+        (derived from the answers, so JSON states need no extra field)."""
+        f = self._sets[l][0]
+        for m in range(l):
+            yes, no = self._votes(f, m)
+            if no - yes < 2:
+                return False
+        return True
+
+    def _no_count(self, x, l):
+        return sum(1 for r, a in self._asked.get(x, {}).items() if a == _NO and self._set_of[r] == l)
+
+    def _confirmation(self, x):
+        """robust mode: before x founds a new set, ask a second member of its most
+        similar set once more (a single wrong "no" would otherwise split a class)."""
+        best_l = self._most_similar_set(x)
+        if best_l is None or self._no_count(x, best_l) >= 2:
+            return None
+        r = self._next_member(x, best_l)
+        return None if r is None else (best_l, r)
+
+    def _most_similar_set(self, x):
+        """Index of the set with the largest w0 between x and one of its members, or None."""
+        best, best_l = -1.0, None
+        for l, members in enumerate(self._sets):
+            sim = float(self._similarity(x, members).max())
+            if sim > best:
+                best, best_l = sim, l
+        return best_l
+
+    def _votes(self, x, l, only=None):
+        """(number of "yes", number of "no") answers between x and members of
+        set l; with ``only`` (a set of (min, max) pairs), just those pairs."""
+        yes = no = 0
+        for r, a in self._asked.get(x, {}).items():
+            if self._set_of[r] == l and (only is None or (min(x, r), max(x, r)) in only):
+                yes += a == _YES
+                no += a == _NO
+        return yes, no
+
+    def _next_member(self, x, l, anchor=None):
+        """The member of set l not yet asked about x that is most similar to
+        ``anchor`` (default x), or None."""
+        asked = self._asked.get(x, {})
+        avail = [m for m in self._sets[l] if m not in asked]
+        if not avail:
+            return None
+        return int(avail[int(np.argmax(self._similarity(x if anchor is None else anchor, avail)))])
+
+    def _confirmations(self, x):
+        """k_growth="verify": before x founds a new set, every set that has
+        answered "no" exactly once is asked again with another member (its most
+        similar one), then the set most similar to x (max w0 over its members) a
+        third time, so a new set needs two independent "no"s from every set and
+        three from the nearest one. Sets without an unasked member are not
+        re-asked. Returns the queue [(set, representative)], possibly empty."""
+        entries = []
+        for l in range(len(self._sets)):
+            yes, no = self._votes(x, l)
+            r = self._next_member(x, l) if no - yes == 1 else None
+            if r is not None:
+                entries.append((-float(self._similarity(x, [r])[0]), l, r))
+        best_l = self._most_similar_set(x)
+        if not entries and best_l is not None and self._votes(x, best_l) == (0, 2):
+            r = self._next_member(x, best_l)
+            if r is not None:
+                entries.append((0.0, best_l, r))
+        entries.sort()
+        return [(l, r) for _, l, r in entries]
+
+    def _resolve(self, x):
+        """The pending list of x is exhausted without a "yes" (U15 step 4)."""
+        queue = self._build_queue(x)
+        if queue:  # sets created meanwhile, or another member after "don't know"
+            self._pending[x] = queue
+            return
+        if self.k_growth == "robust":
+            extra = self._confirmation(x)
+            if extra is not None:
+                self._pending[x] = [extra]
+                return
+        if self.k_growth == "verify":
+            extra = self._confirmations(x)
+            if extra:
+                self._pending[x] = extra
+                return
+        if all(self._set_status(x, l)[0] for l in range(len(self._sets))):
+            self._sets.append([x])
+            self._set_of[x] = len(self._sets) - 1
+            if self.n_clusters is not None and len(self._sets) > self._K:
+                self._counters["k_grew_beyond_n_clusters"] += 1
+            self._grow_k()  # U14
+            self._close_log(x, f"new set {len(self._sets) - 1}")
+            self._stale = True
+        else:
+            self._counters["undetermined_samples"] += 1
+            self._close_log(x, "undetermined")
