@@ -755,19 +755,19 @@ def test_batch_pending_question_goes_to_a_set_founded_meanwhile():
     X, y = _three_far_blobs()
     a, b, c = (int(np.flatnonzero(y == k)[0]) for k in (0, 1, 2))
     x = int(np.flatnonzero(y == 2)[1])
-    est = URASC(budget=None, random_state=0, n_init=2, seed_sample=a).fit(X)
-    est._sets, est._set_of[:] = [[a], [b]], -1
-    est._set_of[a], est._set_of[b] = 0, 1
-    est._pending = {x: [(0, a), (1, b)]}
-    est._sets.append([c])
-    est._set_of[c] = 2
-    est._stale = True
-    q = est.suggest_queries(1)[0]
-    assert (q["i"], q["j"], q["certain_set"]) == (x, c, 2)
-    # under "verify" the vote queue is left as it is
-    est.k_growth = "verify"
-    est._pending = {x: [(0, a), (1, b)]}
-    assert est.suggest_queries(1)[0]["j"] == a
+    first = {}
+    for k_growth in ("sets", "verify"):
+        est = URASC(budget=None, random_state=0, n_init=2, seed_sample=a, k_growth=k_growth).fit(X)
+        est._sets, est._set_of[:] = [[a], [b], [c]], -1
+        est._set_of[a], est._set_of[b], est._set_of[c] = 0, 1, 2
+        for i, j in ((b, a), (c, a), (c, b)):  # the "no"s that founded sets 1 and 2
+            est._record(i, j, 0)
+        est._pending = {x: [(0, a), (1, b)]}
+        est._stale = True
+        q = est.suggest_queries(1)[0]
+        first[k_growth] = (q["i"], q["j"])
+    assert first["sets"] == (x, c)
+    assert first["verify"] == (x, a)  # under "verify" the vote queue is left as it is
 
 
 def test_batch_exploration_skips_the_neighbourhood_of_pending_samples():
@@ -780,9 +780,6 @@ def test_batch_exploration_skips_the_neighbourhood_of_pending_samples():
     est._pending = {far: [(0, a)]}
     U = U[U != far]
     assert y[est._farthest_uncertain(U, 1)[0]] == 1  # blob 2 is being explored already
-
-
-
 
 
 def test_verify_singleton_founded_against_a_singleton_is_asked_again():
