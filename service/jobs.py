@@ -83,8 +83,7 @@ def _check_callback(url):
     literal address or local name; the worker resolves names before sending)."""
     if url is None:
         return
-    refused = callback_target_error(url, allow_private=current_app.config["SHOAL_CALLBACK_ALLOW_PRIVATE"],
-                                    resolve=False)
+    refused = callback_target_error(url, allow_private=current_app.config["SHOAL_CALLBACK_ALLOW_PRIVATE"])
     if refused:
         raise ApiError(422, "invalid_callback_url", f"callback_url refused: {refused}",
                        errors={"/callback_url": [f"{refused}; callbacks go to public addresses only"]})

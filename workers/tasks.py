@@ -16,7 +16,7 @@ from clustering._metrics import clustering_scores, constraint_satisfaction
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
 from . import registry
-from .callbacks import callback_target_error
+from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
 from .store import Store, problem
 
@@ -260,16 +260,14 @@ def sign_webhook(secret, msg_id, timestamp, body):
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
 def deliver_webhook(self, job_id, url):
-    """POST a thin event to the job's ``callback_url``; retried with backoff."""
-    import requests
+    """POST a thin event to the job's ``callback_url``; retried with backoff.
 
+    The host is resolved and checked at every attempt (it may resolve elsewhere
+    by now) and the POST goes to the checked address (no second lookup).
+    """
     store = get_store()
     job = store.get_job(job_id)
     if job is None:
-        return
-    refused = callback_target_error(url, allow_private=store.settings.callback_allow_private, resolve=True)
-    if refused:  # checked at every delivery: the name may resolve elsewhere by now
-        log.warning("job %s: callback to %s not sent: %s", job_id, url, refused)
         return
     body = json.dumps({"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
                        "result_url": f"/v1/jobs/{job_id}/result"}, separators=(",", ":"))
@@ -279,8 +277,12 @@ def deliver_webhook(self, job_id, url):
     if store.settings.webhook_secret:
         headers["webhook-signature"] = sign_webhook(store.settings.webhook_secret, msg_id, ts, body)
     try:
-        resp = requests.post(url, data=body, headers=headers, timeout=10, allow_redirects=False)
-        if resp.status_code >= 300:
-            raise RuntimeError(f"callback answered {resp.status_code}")
-    except Exception as exc:  # noqa: BLE001
+        address = pinned_address(url, allow_private=store.settings.callback_allow_private)
+        status = post_pinned(url, address, body, headers, timeout=10)
+        if status >= 300:
+            raise RuntimeError(f"callback answered {status}")
+    except CallbackRefused as exc:
+        log.warning("job %s: callback to %s not sent: %s", job_id, url, exc)
+        return
+    except Exception as exc:  # noqa: BLE001 - DNS, connection or TLS failure, or a non-2xx answer
         raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 5, 600))
