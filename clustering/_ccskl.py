@@ -20,11 +20,17 @@ from scipy.optimize import lsq_linear, nnls
 from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from sklearn.base import BaseEstimator, ClusterMixin
-from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 
 from ._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
-from ._graph import degrees, knn_distances, knn_gaussian_graph, kth_neighbor_sigma, normalized_adjacency
+from ._graph import (
+    component_bridges,
+    degrees,
+    knn_distances,
+    knn_gaussian_graph,
+    kth_neighbor_sigma,
+    normalized_adjacency,
+)
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints, top_eigenvectors
 from .exceptions import ConstraintWarning, InvalidInputError
@@ -47,47 +53,6 @@ _SHIFT_INVERT_MAX = 12000
 # --------------------------------------------------------------------------
 # Private numeric kernels (inputs assumed valid)
 # --------------------------------------------------------------------------
-
-
-def _connect_components(X, W):
-    """Join the components of a kNN graph by nearest inter-component edges.
-
-    Boruvka rounds: every component is linked to its nearest point outside it
-    (Euclidean), until one component remains; the result is a minimum
-    spanning forest of the components' nearest-pair distances (spec §7.1
-    [choice]). The new edge weight is the Gaussian of its length with the
-    graph's ``sigma`` (passed via ``W``'s caller), floored at the weakest
-    existing edge so it never underflows to zero.
-
-    Returns
-    -------
-    edges : list of (int, int, float)
-        ``(i, j, distance)`` of the added edges.
-    n_components : int
-        Components before connecting.
-    """
-    n = X.shape[0]
-    n_comp0, lab = connected_components(W, directed=False)
-    n_comp = n_comp0
-    edges = []
-    extra_i, extra_j = [], []
-    while n_comp > 1:
-        best = {}
-        for c in range(n_comp):
-            inside = np.flatnonzero(lab == c)
-            outside = np.flatnonzero(lab != c)
-            nn = NearestNeighbors(n_neighbors=1).fit(X[outside])
-            dist, j = nn.kneighbors(X[inside])
-            a = int(np.argmin(dist[:, 0]))
-            i0, j0 = int(inside[a]), int(outside[j[a, 0]])
-            best[c] = (min(i0, j0), max(i0, j0), float(dist[a, 0]))
-        for e in sorted(set(best.values())):
-            edges.append(e)
-            extra_i.append(e[0])
-            extra_j.append(e[1])
-        E = sp.csr_matrix((np.ones(len(extra_i)), (extra_i, extra_j)), shape=(n, n))
-        n_comp, lab = connected_components(W + E, directed=False)
-    return edges, int(n_comp0)
 
 
 def _add_edges(W, edges, sigma):
@@ -621,7 +586,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         edges = []
         if n_comp_graph > 1:
             if self.connect_graph and X is not None:
-                edges, _ = _connect_components(X, W)
+                edges, _ = component_bridges(X, W)
                 W = _add_edges(W, edges, sigma)
             else:
                 warnings.warn(

@@ -16,12 +16,14 @@ from sklearn.neighbors import NearestNeighbors
 DENSE_LIMIT = 5000
 
 __all__ = [
+    "component_bridges",
     "gaussian_affinity",
     "knn_distances",
     "knn_gaussian_graph",
     "kth_neighbor_sigma",
     "n_connected_components",
     "normalized_adjacency",
+    "self_tuning_knn_graph",
 ]
 
 
@@ -180,3 +182,96 @@ def n_connected_components(W):
     """Number of connected components of the graph with adjacency ``W``."""
     n, _ = connected_components(sp.csr_matrix(W) if not sp.issparse(W) else W, directed=False)
     return int(n)
+
+
+def self_tuning_knn_graph(X, n_neighbors, n_scale=7):
+    """Self-tuning kNN similarity graph (Zelnik-Manor & Perona 2004).
+
+    ``w_ij = exp(-||x_i - x_j||^2 / (s_i s_j))`` for j among the k nearest
+    neighbours of i or the reverse, 0 otherwise, with ``s_i`` the distance from
+    x_i to its ``n_scale``-th nearest neighbour (URASC's default
+    ``kernel="local"``, an extension of urasc.md U1).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float64
+    n_neighbors : int
+        k of the kNN graph (clipped to n - 1).
+    n_scale : int, default=7
+        Neighbour rank of the local scale (clipped to k).
+
+    Returns
+    -------
+    W : csr_matrix of shape (n, n), float64
+        Symmetric, entries in [1e-12, 1], zero diagonal.
+    sigma : float
+        Global bandwidth (mean distance to the k-th neighbour; 1.0 if that is
+        0), for callers that need one Gaussian scale (bridges, similarity order).
+    """
+    n = X.shape[0]
+    dist, ind = knn_distances(X, n_neighbors)
+    k = dist.shape[1]
+    s = dist[:, min(n_scale, k) - 1].copy()
+    pos = s > 0
+    s[~pos] = float(s[pos].mean()) if pos.any() else 1.0
+    rows = np.repeat(np.arange(n), k)
+    cols = ind.ravel()
+    vals = np.maximum(np.exp(-(dist.ravel() ** 2) / (s[rows] * s[cols])), 1e-12)
+    W = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
+    W = sp.csr_matrix(W.maximum(W.T))
+    W.setdiag(0.0)
+    W.eliminate_zeros()
+    sigma = float(np.mean(dist[:, -1]))
+    return W, (sigma if sigma > 0 else 1.0)
+
+
+def component_bridges(X, W, *, skip_largest=False, max_passes=64):
+    """Edges that join the connected components of a kNN graph (Boruvka passes).
+
+    Each pass links every component (but the largest, with ``skip_largest``)
+    to its nearest point outside it (Euclidean), until one component remains:
+    a spanning forest of the components' nearest-pair distances (ccskl.md
+    §7.1, urasc.md §7.5). Weighting the new edges is the caller's choice.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float64
+    W : sparse or dense matrix of shape (n, n)
+        The graph; only its non-zero pattern is read.
+    skip_largest : bool, default=False
+        Leave the largest component out of each pass's searches (it is reached
+        by the others' edges; fewer nearest-neighbour searches).
+    max_passes : int, default=64
+        Each pass at least halves the number of components, so 64 passes
+        always suffice; a safety bound.
+
+    Returns
+    -------
+    edges : list of (int, int, float)
+        ``(i, j, distance)`` with i < j, unique, in the order added (each pass
+        sorted).
+    n_components : int
+        Components before bridging.
+    """
+    n = X.shape[0]
+    n_comp0, lab = connected_components(W, directed=False)
+    n_comp = n_comp0
+    edges = []
+    for _ in range(max_passes):
+        if n_comp <= 1:
+            break
+        skip = int(np.argmax(np.bincount(lab))) if skip_largest else -1
+        best = set()
+        for c in range(n_comp):
+            if c == skip:
+                continue
+            inside = np.flatnonzero(lab == c)
+            outside = np.flatnonzero(lab != c)
+            dist, nearest = NearestNeighbors(n_neighbors=1).fit(X[outside]).kneighbors(X[inside])
+            a = int(np.argmin(dist[:, 0]))
+            i0, j0 = int(inside[a]), int(outside[nearest[a, 0]])
+            best.add((min(i0, j0), max(i0, j0), float(dist[a, 0])))
+        edges += sorted(best)
+        E = sp.csr_matrix((np.ones(len(edges)), ([e[0] for e in edges], [e[1] for e in edges])), shape=(n, n))
+        n_comp, lab = connected_components(W + E, directed=False)
+    return edges, int(n_comp0)

@@ -29,7 +29,15 @@ from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
 from ._certain_sets import _DK, _NO, _YES, CertainSetsMixin, _seed
-from ._graph import degrees, gaussian_affinity, knn_distances, n_connected_components, normalized_adjacency
+from ._graph import (
+    component_bridges,
+    degrees,
+    gaussian_affinity,
+    knn_distances,
+    n_connected_components,
+    normalized_adjacency,
+    self_tuning_knn_graph,
+)
 from ._params import Interval, Options, validate_params
 from ._spectral import generalized_embedding, kmeans_labels
 from .exceptions import InvalidInputError
@@ -153,81 +161,22 @@ def _nonparametric_entropy(weights, neighbor_labels, K):
     return H, iso
 
 
-def _connect_components(X, W, sigma):
-    """§7.5: join the components of a kNN graph by nearest-pair edges (Boruvka passes).
+def _bridge_components(X, W, sigma):
+    """§7.5: join the components of a kNN graph by nearest-pair edges.
 
-    Each pass links every component to the nearest point outside it with the
-    Gaussian weight of that distance (floored at 1e-12 so the edge survives
-    underflow). Returns (W, number of edges added).
+    The edges of :func:`clustering._graph.component_bridges` (the largest
+    component skipped in each pass) with the Gaussian weight of their length,
+    floored at 1e-12 so an edge survives underflow. Returns (W, number of
+    edges added).
     """
-    from scipy.sparse.csgraph import connected_components
-    from sklearn.neighbors import NearestNeighbors
-
-    added = 0
-    for _ in range(64):
-        nc, lab = connected_components(W, directed=False)
-        if nc <= 1:
-            break
-        sizes = np.bincount(lab)
-        big = int(np.argmax(sizes))
-        rows, cols, vals = [], [], []
-        for c in range(nc):
-            if c == big:
-                continue
-            inside = np.flatnonzero(lab == c)
-            outside = np.flatnonzero(lab != c)
-            nn = NearestNeighbors(n_neighbors=1).fit(X[outside])
-            dist, ind = nn.kneighbors(X[inside])
-            t = int(np.argmin(dist[:, 0]))
-            a, b = int(inside[t]), int(outside[ind[t, 0]])
-            w = max(float(np.exp(-dist[t, 0] ** 2 / (2.0 * sigma * sigma))), 1e-12)
-            rows += [a, b]
-            cols += [b, a]
-            vals += [w, w]
-            added += 1
-        E = sp.csr_matrix((vals, (rows, cols)), shape=W.shape)
-        W = sp.csr_matrix(W.maximum(E))
-    return W, added
-
-
-def _local_knn_affinity(X, n_neighbors, n_scale=7):
-    """Self-tuning kNN similarity (extension; default ``kernel="local"``).
-
-    ``w_ij = exp(-||x_i - x_j||^2 / (s_i s_j))`` for j among the k nearest
-    neighbours of i or the reverse, 0 otherwise, with ``s_i`` the distance from
-    x_i to its ``n_scale``-th nearest neighbour (Zelnik-Manor & Perona 2004).
-
-    Parameters
-    ----------
-    X : ndarray of shape (n, d), float64
-    n_neighbors : int
-        k of the kNN graph (clipped to n - 1).
-    n_scale : int, default=7
-        Neighbour rank of the local scale (clipped to k).
-
-    Returns
-    -------
-    W : csr_matrix of shape (n, n), float64
-        Symmetric, entries in (0, 1], zero diagonal.
-    sigma : float
-        Global bandwidth (mean distance to the k-th neighbour), used for the
-        representative order and the component bridges.
-    """
-    n = X.shape[0]
-    dist, ind = knn_distances(X, n_neighbors)
-    k = dist.shape[1]
-    s = dist[:, min(n_scale, k) - 1].copy()
-    pos = s > 0
-    s[~pos] = float(s[pos].mean()) if pos.any() else 1.0
-    rows = np.repeat(np.arange(n), k)
-    cols = ind.ravel()
-    vals = np.maximum(np.exp(-(dist.ravel() ** 2) / (s[rows] * s[cols])), 1e-12)
-    W = sp.csr_matrix((vals, (rows, cols)), shape=(n, n))
-    W = sp.csr_matrix(W.maximum(W.T))
-    W.setdiag(0.0)
-    W.eliminate_zeros()
-    sigma = float(np.mean(dist[:, -1]))
-    return W, (sigma if sigma > 0 else 1.0)
+    edges, _ = component_bridges(X, W, skip_largest=True)
+    if not edges:
+        return W, 0
+    i = np.array([e[0] for e in edges], dtype=np.int64)
+    j = np.array([e[1] for e in edges], dtype=np.int64)
+    w = np.array([max(float(np.exp(-e[2] ** 2 / (2.0 * sigma * sigma))), 1e-12) for e in edges])
+    E = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=W.shape)
+    return sp.csr_matrix(W.maximum(E)), len(edges)
 
 
 def _spread_labels(W, sets, alpha):
@@ -911,14 +860,14 @@ class URASC(CertainSetsMixin, ClusterMixin, BaseEstimator):
             if mode == "auto":
                 mode = "dense" if Xc.shape[0] <= _DENSE_GRAPH_LIMIT else "knn"
             if self.kernel == "local":
-                W0, self._sigma = _local_knn_affinity(Xc, self.n_neighbors)
-                W0, self._n_bridges = _connect_components(Xc, W0, self._sigma)
+                W0, self._sigma = self_tuning_knn_graph(Xc, self.n_neighbors)
+                W0, self._n_bridges = _bridge_components(Xc, W0, self._sigma)
                 if mode == "dense":
                     W0 = W0.toarray()
             else:
                 W0, self._sigma = gaussian_affinity(Xc, n_neighbors=self.n_neighbors, mode=mode)
                 if sp.issparse(W0):
-                    W0, self._n_bridges = _connect_components(Xc, W0, self._sigma)
+                    W0, self._n_bridges = _bridge_components(Xc, W0, self._sigma)
         if self.n_clusters is not None and self.n_clusters >= n:
             raise InvalidInputError(f"n_clusters == {self.n_clusters}, must be < n_samples = {n}",
                                     field="n_clusters")

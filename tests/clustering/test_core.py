@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.linalg import eigh, subspace_angles
+from scipy.sparse.csgraph import connected_components
 from sklearn.datasets import make_blobs
 
 from clustering._constraints import (
@@ -16,12 +17,14 @@ from clustering._constraints import (
     transitive_closure,
 )
 from clustering._graph import (
+    component_bridges,
     gaussian_affinity,
     knn_distances,
     knn_gaussian_graph,
     kth_neighbor_sigma,
     n_connected_components,
     normalized_adjacency,
+    self_tuning_knn_graph,
 )
 from clustering._metrics import clustering_scores, constraint_satisfaction, pairwise_f_measure
 from clustering._spectral import (
@@ -245,6 +248,36 @@ def test_normalized_adjacency_and_components():
     Ms, iso_s = normalized_adjacency(sp.csr_matrix(W))
     np.testing.assert_allclose(Ms.toarray(), M)
     assert n_connected_components(W) == 3
+
+
+@pytest.mark.parametrize("skip_largest", [False, True])
+def test_component_bridges_connect_the_graph_with_nearest_pairs(skip_largest):
+    X, _ = make_blobs(n_samples=[40, 30, 35, 25], centers=[[0, 0], [30, 0], [0, 30], [45, 45]], cluster_std=1.0,
+                      random_state=0)
+    W, _ = self_tuning_knn_graph(X, 10)
+    assert n_connected_components(W) == 4
+    edges, n_before = component_bridges(X, W, skip_largest=skip_largest)
+    assert n_before == 4 and len(edges) == 3  # a spanning tree of the 4 components
+    E = sp.csr_matrix((np.ones(3), ([e[0] for e in edges], [e[1] for e in edges])), shape=W.shape)
+    assert n_connected_components(W + E + E.T) == 1
+    _, lab = connected_components(W, directed=False)
+    for i, j, d in edges:
+        assert i < j and lab[i] != lab[j]
+        np.testing.assert_allclose(d, np.linalg.norm(X[i] - X[j]))
+        # no closer pair joins the component of i to the rest of the points
+        inside, outside = X[lab == lab[i]], X[lab != lab[i]]
+        closest = np.sqrt(((inside[:, None] - outside[None]) ** 2).sum(-1)).min()
+        other = np.sqrt(((X[lab == lab[j]][:, None] - X[lab != lab[j]][None]) ** 2).sum(-1)).min()
+        assert np.isclose(d, closest) or np.isclose(d, other)
+    assert component_bridges(X, W + E + E.T) == ([], 1)
+
+
+def test_self_tuning_knn_graph_properties():
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=1)
+    W, sigma = self_tuning_knn_graph(X, 8)
+    assert sp.issparse(W) and abs(W - W.T).max() == 0 and W.diagonal().max() == 0
+    assert W.data.min() >= 1e-12 and W.data.max() <= 1.0 and sigma > 0
+    assert (W.getnnz(axis=1) >= 8).all()  # every point keeps its 8 nearest neighbours
 
 
 # --------------------------------------------------------------------- spectral

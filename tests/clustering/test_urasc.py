@@ -8,7 +8,7 @@ from scipy.linalg import eigh
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering._graph import gaussian_affinity
+from clustering._graph import gaussian_affinity, self_tuning_knn_graph
 from clustering._spectral import generalized_embedding, kmeans_labels
 from clustering._urasc import URASC, _gradient_norms, _nonparametric_entropy, eigenvector_derivative
 from clustering.exceptions import InvalidInputError
@@ -420,10 +420,9 @@ def test_callback_is_called_and_may_cancel():
 # ----------------------------------------------------------------------------- extensions
 
 def test_local_kernel_graph_properties():
-    from clustering._urasc import _local_knn_affinity
 
     X, _ = _blobs(80, 3, seed=11)
-    W, sigma = _local_knn_affinity(X, 10)
+    W, sigma = self_tuning_knn_graph(X, 10)
     A = W.toarray()
     assert sigma > 0
     np.testing.assert_allclose(A, A.T)
@@ -529,10 +528,10 @@ def test_set_agreement_is_matching_fraction():
 
 
 def test_full_eigh_fallback_matches_subset_solver():
-    from clustering._urasc import _full_generalized_embedding, _local_knn_affinity
+    from clustering._urasc import _full_generalized_embedding
 
     X, _ = _blobs(60, 3, seed=15)
-    W = _local_knn_affinity(X, 8)[0].toarray()
+    W = self_tuning_knn_graph(X, 8)[0].toarray()
     V1, l1 = generalized_embedding(W, 5)
     V2, l2 = _full_generalized_embedding(W, 5)
     np.testing.assert_allclose(l1, l2, atol=1e-10)
@@ -646,7 +645,7 @@ def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeyp
     import clustering._urasc as urasc_module
 
     X, y = _blobs(300, 4, seed=9, std=1.0)
-    W, _ = urasc_module._local_knn_affinity(X, 10)
+    W, _ = self_tuning_knn_graph(X, 10)
     rng = np.random.default_rng(0)
     sets = [list(rng.choice(np.flatnonzero(y == c), 2, replace=False)) for c in range(4)]
     direct = urasc_module._spread_labels(W, sets, 0.99)
@@ -663,7 +662,7 @@ def test_label_spreading_is_not_taken_over_by_the_larger_set(seed):
     import clustering._urasc as urasc_module
 
     X, y = make_blobs(n_samples=[150, 150], centers=[[0, 0], [4, 0]], cluster_std=1.0, random_state=seed)
-    W, _ = urasc_module._local_knn_affinity(X, 10)
+    W, _ = self_tuning_knn_graph(X, 10)
     rng = np.random.default_rng(seed)
     sets = [list(rng.choice(np.flatnonzero(y == 0), 8, replace=False)),
             list(rng.choice(np.flatnonzero(y == 1), 1, replace=False))]
