@@ -32,7 +32,7 @@ from ._graph import (
     normalized_adjacency,
 )
 from ._params import Interval, Options, validate_params
-from ._spectral import kmeans_labels, kmeans_labels_by_constraints, top_eigenvectors
+from ._spectral import fix_signs, kmeans_labels, kmeans_labels_by_constraints, top_eigenvectors
 from .exceptions import ConstraintWarning, InvalidInputError
 from .validation import check_data, check_n_clusters
 
@@ -69,14 +69,6 @@ def _add_edges(W, edges, sigma):
     return sp.csr_matrix(W.maximum(E))
 
 
-def _fix_signs(vecs):
-    """Largest-magnitude entry of each column positive (as ``top_eigenvectors``)."""
-    idx = np.argmax(np.abs(vecs), axis=0)
-    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
-    signs[signs == 0] = 1.0
-    return vecs * signs
-
-
 def _laplacian_eigenpairs(W, m, random_state):
     """The ``m`` smallest eigenpairs of ``L = I - D^{-1/2} W D^{-1/2}`` (C2, C3).
 
@@ -110,7 +102,7 @@ def _laplacian_eigenpairs(W, m, random_state):
             lam = None
         if lam is not None:
             order = np.argsort(lam)
-            return lam[order], np.ascontiguousarray(_fix_signs(F[:, order])), isolated, "eigsh-shift-invert"
+            return lam[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, "eigsh-shift-invert"
     mu, F = top_eigenvectors(S, m, random_state=random_state)
     return 1.0 - mu, np.ascontiguousarray(F), isolated, "eigsh-LA"
 

@@ -29,6 +29,24 @@ from .exceptions import ConstraintWarning
 DENSE_EIGH_LIMIT = 1000
 
 
+def fix_signs(vecs):
+    """Eigenvector signs made deterministic: each column's entry of largest magnitude positive.
+
+    Parameters
+    ----------
+    vecs : ndarray of shape (n, k), float64
+
+    Returns
+    -------
+    ndarray of shape (n, k), float64
+        A new array; columns whose entries are all zero are left as they are.
+    """
+    idx = np.argmax(np.abs(vecs), axis=0)
+    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
+    signs[signs == 0] = 1.0
+    return vecs * signs
+
+
 def top_eigenvectors(M, k, *, random_state=None):
     """The ``k`` algebraically largest eigenpairs of a symmetric matrix.
 
@@ -63,11 +81,7 @@ def top_eigenvectors(M, k, *, random_state=None):
             X0 = rng.standard_normal((n, k))
             vals, vecs = lobpcg(sp.csr_matrix(M), X0, largest=True, tol=1e-8, maxiter=500)
     order = np.argsort(vals)[::-1]
-    vals, vecs = vals[order], vecs[:, order]
-    idx = np.argmax(np.abs(vecs), axis=0)
-    signs = np.sign(vecs[idx, np.arange(vecs.shape[1])])
-    signs[signs == 0] = 1.0
-    return vals, vecs * signs
+    return vals[order], fix_signs(vecs[:, order])
 
 
 def njw_embedding(W, n_components, *, random_state=None):
@@ -121,6 +135,37 @@ def generalized_embedding(W, n_components, *, random_state=None):
     inv = np.zeros_like(d)
     inv[~isolated] = 1.0 / np.sqrt(d[~isolated])
     return vecs * inv[:, None], 1.0 - vals
+
+
+def full_generalized_embedding(W, n_components):
+    """:func:`generalized_embedding` from a full dense eigendecomposition.
+
+    Same output (``n_components`` smallest lambda, D-orthonormal V, isolated
+    rows zero, signs by :func:`fix_signs` on the eigenvectors of the normalized
+    adjacency) from one ``numpy.linalg.eigh`` of all n eigenpairs; URASC's
+    exact eigenvector perturbation (urasc.md U6) needs every pair for n <= 1000.
+
+    Parameters
+    ----------
+    W : ndarray or sparse matrix of shape (n, n), float64
+        Symmetric non-negative affinity.
+    n_components : int
+        Number of eigenpairs returned, ``1 <= n_components <= n``.
+
+    Returns
+    -------
+    V : ndarray of shape (n, n_components), float64
+    eigenvalues : ndarray of shape (n_components,), float64, ascending lambda in [0, 2]
+    """
+    A = W.toarray() if sp.issparse(W) else np.asarray(W)
+    M, iso = normalized_adjacency(A)
+    inv = np.zeros(A.shape[0])
+    inv[~iso] = 1.0 / np.sqrt(degrees(A)[~iso])
+    with threadpool_limits(limits=1):
+        mu, U = np.linalg.eigh(M)
+    U = U[:, ::-1][:, :n_components]
+    mu = mu[::-1][:n_components]
+    return fix_signs(U) * inv[:, None], 1.0 - mu
 
 
 def additive_embedding(W, n_components, *, random_state=None):

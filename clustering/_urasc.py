@@ -39,7 +39,7 @@ from ._graph import (
     self_tuning_knn_graph,
 )
 from ._params import Interval, Options, validate_params
-from ._spectral import generalized_embedding, kmeans_labels
+from ._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
 from .exceptions import InvalidInputError
 from .validation import check_data
 
@@ -234,24 +234,6 @@ def _spread_labels(W, sets, alpha):
     for l, members in enumerate(sets):
         labels[members] = l
     return labels
-
-
-def _full_generalized_embedding(W, q):
-    """Same output as ``generalized_embedding`` (q smallest lambda, D-orthonormal
-    V, isolated rows zero) from a full ``numpy.linalg.eigh`` of the normalized
-    adjacency; signs fixed so each column's largest-magnitude entry is positive."""
-    A = W.toarray() if sp.issparse(W) else np.asarray(W)
-    M, iso = normalized_adjacency(A)
-    inv = np.zeros(A.shape[0])
-    inv[~iso] = 1.0 / np.sqrt(degrees(A)[~iso])
-    with threadpool_limits(limits=1):
-        mu, U = np.linalg.eigh(M)
-    U = U[:, ::-1][:, :q]
-    mu = mu[::-1][:q]
-    idx = np.argmax(np.abs(U), axis=0)
-    sg = np.sign(U[idx, np.arange(U.shape[1])])
-    sg[sg == 0] = 1.0
-    return U * sg * inv[:, None], 1.0 - mu
 
 
 def _set_agreement(labels, sets):
@@ -1070,7 +1052,7 @@ class URASC(CertainSetsMixin, ClusterMixin, BaseEstimator):
                 # kNN graphs with many repeated eigenvalues; the full
                 # divide-and-conquer solver does not.
                 self._counters["eigh_fallbacks"] = self._counters.get("eigh_fallbacks", 0) + 1
-                V, lam = _full_generalized_embedding(W, q)
+                V, lam = full_generalized_embedding(W, q)
             order = np.argsort(lam, kind="stable")
             return V[:, order], lam[order]
         d = np.asarray(W.sum(axis=1)).ravel()

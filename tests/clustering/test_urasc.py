@@ -9,7 +9,7 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from clustering._graph import gaussian_affinity, self_tuning_knn_graph
-from clustering._spectral import generalized_embedding, kmeans_labels
+from clustering._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
 from clustering._urasc import URASC, _gradient_norms, _nonparametric_entropy, eigenvector_derivative
 from clustering.exceptions import InvalidInputError
 
@@ -528,12 +528,11 @@ def test_set_agreement_is_matching_fraction():
 
 
 def test_full_eigh_fallback_matches_subset_solver():
-    from clustering._urasc import _full_generalized_embedding
 
     X, _ = _blobs(60, 3, seed=15)
     W = self_tuning_knn_graph(X, 8)[0].toarray()
     V1, l1 = generalized_embedding(W, 5)
-    V2, l2 = _full_generalized_embedding(W, 5)
+    V2, l2 = full_generalized_embedding(W, 5)
     np.testing.assert_allclose(l1, l2, atol=1e-10)
     d = W.sum(1)
     np.testing.assert_allclose(V2.T @ (V2 * d[:, None]), np.eye(5), atol=1e-8)  # D-orthonormal
