@@ -10,7 +10,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from clustering._graph import gaussian_affinity, self_tuning_knn_graph
 from clustering._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
-from clustering._urasc import URASC, _gradient_norms, _nonparametric_entropy, eigenvector_derivative
+from clustering._urasc import URASC
+from clustering._urasc_selection import _gradient_norms, _nonparametric_entropy, eigenvector_derivative
 from clustering.exceptions import InvalidInputError
 
 
