@@ -21,6 +21,7 @@ from scipy.cluster.hierarchy import DisjointSet
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
+    "DENSE_AFFINITY_LIMIT",
     "check_data",
     "check_hierarchy",
     "check_n_clusters",
@@ -29,6 +30,10 @@ __all__ = [
     "check_weights",
     "find_pairwise_conflicts",
 ]
+
+# Largest n for which an estimator option builds a dense n x n forest affinity
+# (COP-RF's affinity_samples="in_bag" and n_neighbors="select"; 3000^2 float64 = 72 MB).
+DENSE_AFFINITY_LIMIT = 3000
 
 
 def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=None):

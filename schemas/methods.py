@@ -74,6 +74,9 @@ class COPRFParams(_Params):
     affinity_samples = one_of("all", ["all", "in_bag"],
             "all: every tree votes on every pair (spec CR-8); in_bag: a tree votes only on pairs its bag holds "
             "(dense n x n, n <= 3000)")
+    n_neighbors = one_of("auto", ["auto", "select"],
+            "auto: kNN graph with k = n/10 (paper); select: also cluster the whole forest affinity and keep the "
+            "labels that satisfy more of the constraints (n <= 3000; much better on ionosphere)")
     filter_constraints = fields.Boolean(load_default=True,
                                         metadata={"description": "noisy-constraint filter at each tree's root"})
     filter_fraction = _float(0, 1, 0.5, lo_inclusive=False, hi_inclusive=False,

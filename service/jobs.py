@@ -8,7 +8,7 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
-from clustering.validation import check_n_clusters
+from clustering.validation import DENSE_AFFINITY_LIMIT, check_n_clusters
 from schemas.jobs import (
     AffinityArgsSchema,
     JobCreateSchema,
@@ -56,6 +56,10 @@ def job_or_404(store, job_id):
     return rec
 
 
+# Parameter values that make the estimator build a dense n x n matrix (refused above DENSE_AFFINITY_LIMIT rows).
+_DENSE_ONLY = {"cop_rf": {"affinity_samples": "in_bag", "n_neighbors": "select"}}
+
+
 def _check_method(body, n_samples):
     method = body["method"]
     if method not in METHODS:
@@ -66,6 +70,13 @@ def _check_method(body, n_samples):
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
                        errors=pointer_messages(exc.messages, "/params")) from exc
+    dense = sorted(f for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v)
+    if dense and n_samples > DENSE_AFFINITY_LIMIT:
+        raise ApiError(422, "dataset_too_large_for_option",
+                       f"{', '.join(f'{f}={params[f]!r}' for f in dense)} builds a dense n x n matrix: at most "
+                       f"{DENSE_AFFINITY_LIMIT} rows (the dataset has {n_samples})",
+                       errors={f"/params/{f}": [f"at most {DENSE_AFFINITY_LIMIT} rows with {params[f]!r}"]
+                               for f in dense})
     try:
         check_n_clusters(body["n_clusters"], n_samples)
     except InvalidInputError as exc:

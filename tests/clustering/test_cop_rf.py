@@ -416,3 +416,53 @@ def test_in_bag_affinity_refuses_more_rows_than_the_dense_limit(monkeypatch):
     assert err.value.field == "affinity_samples"
     with pytest.warns(ConstraintWarning):  # two trees on 20 points: a fragmented kNN graph
         _cop_rf.COPRF(n_clusters=2, n_estimators=2, affinity_samples="in_bag").fit(X[:20])
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_neighbor_selection_keeps_the_graph_whose_labels_satisfy_more_constraints(seed):
+    """n_neighbors="select" = the labels of the n/10 kNN graph or of the whole
+    affinity (k = n - 1), whichever satisfies more constraints (tie: n/10)."""
+    from bench.datasets import load
+
+    X, y = load("ionosphere")
+    rng = np.random.default_rng(seed)
+    pairs = rng.choice(len(y), (100, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    fits = {k: COPRF(2, n_estimators=60, random_state=seed, cannot_link_policy="separate", n_neighbors=k).fit(
+        X, pairs=pairs, pair_kind=kind) for k in ("auto", len(y) - 1, "select")}
+
+    def satisfied(labels):
+        same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+        return np.mean(np.where(kind > 0, same, ~same))
+
+    sat_auto, sat_all = satisfied(fits["auto"].labels_), satisfied(fits[len(y) - 1].labels_)
+    chosen = fits[len(y) - 1] if sat_all > sat_auto else fits["auto"]
+    sel = fits["select"]
+    np.testing.assert_array_equal(sel.labels_, chosen.labels_)
+    assert sel.diagnostics_["n_neighbors"] == chosen.diagnostics_["n_neighbors"]
+    assert [r["constraint_satisfaction"] for r in sel.diagnostics_["neighbor_selection"]] == pytest.approx(
+        [sat_auto, sat_all])
+    assert (sel.knn_graph_ != chosen.knn_graph_).nnz == 0
+    assert fits["auto"].diagnostics_["neighbor_selection"] is None
+
+
+def test_neighbor_selection_without_constraints_keeps_the_papers_graph():
+    X, _ = _blobs(60, 3, seed=1)
+    auto = COPRF(3, n_estimators=20, random_state=0).fit(X)
+    sel = COPRF(3, n_estimators=20, random_state=0, n_neighbors="select").fit(X)
+    np.testing.assert_array_equal(sel.labels_, auto.labels_)
+    assert sel.diagnostics_["n_neighbors"] == 6
+
+
+def test_neighbor_selection_refuses_more_rows_than_the_dense_limit(monkeypatch):
+    from clustering import _cop_rf
+
+    monkeypatch.setattr(_cop_rf, "DENSE_AFFINITY_LIMIT", 20)
+    X = np.random.default_rng(0).normal(size=(21, 2))
+    with pytest.raises(InvalidInputError, match="select") as err:
+        _cop_rf.COPRF(n_clusters=2, n_estimators=2, n_neighbors="select").fit(X)
+    assert err.value.field == "n_neighbors"
+    model = _cop_rf.COPRF(n_clusters=2, n_estimators=20, n_neighbors="select", store_affinity="dense",
+                          random_state=0).fit(X, pairs=[[0, 1]], pair_kind=[-1])
+    assert model.labels_.shape == (21,)

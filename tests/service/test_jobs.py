@@ -174,3 +174,18 @@ def test_callback_to_a_public_host_is_accepted(store, blobs_dataset):
     app = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_CALLBACK_ALLOW_PRIVATE": False})
     for url in ("https://hooks.example.com/shoal", "http://93.184.216.34:8080/hook"):
         assert submit(app.test_client(), did, callback_url=url).status_code == 202
+
+
+@pytest.mark.parametrize("params, field", [({"n_neighbors": "select"}, "n_neighbors"),
+                                           ({"affinity_samples": "in_bag"}, "affinity_samples")])
+def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, blobs_dataset, monkeypatch,
+                                                                        params, field):
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    assert submit(client, did, method="cop_rf", params=params).status_code == 202
+    monkeypatch.setattr(service.jobs, "DENSE_AFFINITY_LIMIT", len(X) - 1)
+    r = submit(client, did, method="cop_rf", params=params)
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert list(r.json["errors"]) == [f"/params/{field}"] and str(len(X)) in r.json["detail"]
+    assert submit(client, did, method="cop_rf").status_code == 202  # the default options are fine
