@@ -110,10 +110,12 @@ class COPRF(ClusterMixin, BaseEstimator):
         no constraint, keeps "auto"); needs the dense affinity (n <= 3000, or
         ``store_affinity="dense"``). On ionosphere the N/10 graph cuts the
         forest's class structure: AUC of the ARI curve (policy "separate", 5
-        trials) .41 clean / .17 noisy with "auto", 1.45 / .92 with the whole
-        affinity, 1.41 / .88 with "select"; on iris and wine the whole
-        affinity is worse (iris 3.45 / 2.90 against 3.50 / 3.32) and
-        "select" keeps "auto" (3.49 / 3.32; wine 3.55 / 3.55).
+        trials, scratch runs) .41 clean / .17 noisy with "auto", 1.45 / .92
+        with the whole affinity, 1.41 / .88 with "select"; on iris and wine
+        the whole affinity is worse (iris 3.45 / 2.90 against 3.50 / 3.32)
+        and "select" keeps "auto" (iris 3.49 / 3.32, wine 3.55 clean).
+        bench/results/passive_cop_rf_separate_select_*.json (10 trials):
+        ionosphere 1.78 / 1.17, iris 3.50 / 3.33.
     store_affinity : {"auto", "dense", "none"}, default="auto"
         Keep the dense forest affinity (``affinity_matrix_``) for
         n <= 3000 ("auto") or always ("dense"); "none" never builds it and
@@ -551,7 +553,6 @@ class COPRF(ClusterMixin, BaseEstimator):
             cb("done", 1.0)
         return self
 
-
     def _njw_labels(self, W, K, seed):
         """NJW spectral clustering of graph W (CR-11): (labels (n,) int64, embedding info)."""
         Y, info = njw_embedding(W, K, random_state=seed)
@@ -570,6 +571,8 @@ def _satisfied_fraction(labels, pairs, kind):
         return None
     same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
     return float(np.mean(np.where(kind > 0, same, ~same)))
+
+
 def _seed_sequence(random_state):
     if isinstance(random_state, np.random.RandomState):
         return np.random.SeedSequence(int(random_state.randint(0, 2**31 - 1)))
