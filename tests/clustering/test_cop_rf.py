@@ -405,17 +405,18 @@ def test_constant_data_warns_instead_of_failing():
     assert np.all(model.affinity_matrix_[~np.eye(12, dtype=bool)] == 1.0)
 
 
-def test_in_bag_affinity_refuses_more_rows_than_the_dense_limit(monkeypatch):
+@pytest.mark.parametrize("field, value", [("affinity_samples", "in_bag"), ("n_neighbors", "select")])
+def test_dense_only_options_refuse_more_rows_than_the_dense_limit(monkeypatch, field, value):
     from clustering import _cop_rf
     from clustering.exceptions import ConstraintWarning
 
     monkeypatch.setattr(_cop_rf, "DENSE_AFFINITY_LIMIT", 20)
     X = np.random.default_rng(0).normal(size=(21, 2))
-    with pytest.raises(InvalidInputError, match="in_bag") as err:
-        _cop_rf.COPRF(n_clusters=2, n_estimators=2, affinity_samples="in_bag").fit(X)
-    assert err.value.field == "affinity_samples"
+    with pytest.raises(InvalidInputError, match=value) as err:
+        _cop_rf.COPRF(n_clusters=2, n_estimators=2, **{field: value}).fit(X)
+    assert err.value.field == field
     with pytest.warns(ConstraintWarning):  # two trees on 20 points: a fragmented kNN graph
-        _cop_rf.COPRF(n_clusters=2, n_estimators=2, affinity_samples="in_bag").fit(X[:20])
+        _cop_rf.COPRF(n_clusters=2, n_estimators=2, **{field: value}).fit(X[:20])
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -455,14 +456,11 @@ def test_neighbor_selection_without_constraints_keeps_the_papers_graph():
     assert sel.diagnostics_["n_neighbors"] == 6
 
 
-def test_neighbor_selection_refuses_more_rows_than_the_dense_limit(monkeypatch):
+def test_neighbor_selection_above_the_limit_works_with_a_stored_dense_affinity(monkeypatch):
     from clustering import _cop_rf
 
     monkeypatch.setattr(_cop_rf, "DENSE_AFFINITY_LIMIT", 20)
     X = np.random.default_rng(0).normal(size=(21, 2))
-    with pytest.raises(InvalidInputError, match="select") as err:
-        _cop_rf.COPRF(n_clusters=2, n_estimators=2, n_neighbors="select").fit(X)
-    assert err.value.field == "n_neighbors"
     model = _cop_rf.COPRF(n_clusters=2, n_estimators=20, n_neighbors="select", store_affinity="dense",
                           random_state=0).fit(X, pairs=[[0, 1]], pair_kind=[-1])
-    assert model.labels_.shape == (21,)
+    assert model.labels_.shape == (21,) and model.diagnostics_["neighbor_selection"] is not None
