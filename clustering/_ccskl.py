@@ -24,6 +24,7 @@ from sklearn.utils import check_random_state
 
 from ._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
 from ._graph import (
+    add_gaussian_edges,
     component_bridges,
     degrees,
     knn_distances,
@@ -53,20 +54,6 @@ _SHIFT_INVERT_MAX = 12000
 # --------------------------------------------------------------------------
 # Private numeric kernels (inputs assumed valid)
 # --------------------------------------------------------------------------
-
-
-def _add_edges(W, edges, sigma):
-    """Symmetric CSR ``W`` plus Gaussian-weighted ``edges`` (floored, see above)."""
-    if not edges:
-        return W
-    n = W.shape[0]
-    i = np.array([e[0] for e in edges], dtype=np.int64)
-    j = np.array([e[1] for e in edges], dtype=np.int64)
-    d = np.array([e[2] for e in edges])
-    floor = float(W.data[W.data > 0].min()) if W.nnz else 1.0
-    w = np.maximum(np.exp(-(d**2) / (2.0 * sigma * sigma)), floor)
-    E = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=(n, n))
-    return sp.csr_matrix(W.maximum(E))
 
 
 def _laplacian_eigenpairs(W, m, random_state):
@@ -579,7 +566,8 @@ class CCSKL(ClusterMixin, BaseEstimator):
         if n_comp_graph > 1:
             if self.connect_graph and X is not None:
                 edges, _ = component_bridges(X, W)
-                W = _add_edges(W, edges, sigma)
+                # floored at the weakest existing edge (spec §7.1)
+                W = add_gaussian_edges(W, edges, sigma, float(W.data[W.data > 0].min()) if W.nnz else 1.0)
             else:
                 warnings.warn(
                     f"the affinity graph has {n_comp_graph} connected components; the "

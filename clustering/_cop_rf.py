@@ -23,6 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from . import _cop_rf_kernels as _k
 from ._constraints import check_pairwise
+from ._metrics import constraint_satisfaction
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
@@ -505,8 +506,8 @@ class COPRF(ClusterMixin, BaseEstimator):
             # that satisfy more of the given constraints win, a tie keeps N/10
             W_all = sp.csr_matrix(A)
             labels_all, info_all = self._njw_labels(W_all, K, spec_seed)
-            sat_knn = _satisfied_fraction(self.labels_, self.pairs_, self.pair_kind_)
-            sat_all = _satisfied_fraction(labels_all, self.pairs_, self.pair_kind_)
+            sat_knn = constraint_satisfaction(self.labels_, self.pairs_, self.pair_kind_)
+            sat_all = constraint_satisfaction(labels_all, self.pairs_, self.pair_kind_)
             selection = [{"n_neighbors": int(k), "constraint_satisfaction": sat_knn},
                          {"n_neighbors": int(n - 1), "constraint_satisfaction": sat_all}]
             if sat_knn is not None and sat_all > sat_knn:
@@ -563,14 +564,6 @@ class COPRF(ClusterMixin, BaseEstimator):
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _satisfied_fraction(labels, pairs, kind):
-    """Fraction of the pairs whose labels agree with their kind (+1 same, -1 different), or None without pairs."""
-    if len(pairs) == 0:
-        return None
-    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
-    return float(np.mean(np.where(kind > 0, same, ~same)))
 
 
 def _seed_sequence(random_state):

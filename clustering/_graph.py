@@ -16,6 +16,7 @@ from sklearn.neighbors import NearestNeighbors
 DENSE_LIMIT = 5000
 
 __all__ = [
+    "add_gaussian_edges",
     "component_bridges",
     "gaussian_affinity",
     "knn_distances",
@@ -275,3 +276,37 @@ def component_bridges(X, W, *, skip_largest=False, max_passes=64):
         E = sp.csr_matrix((np.ones(len(edges)), ([e[0] for e in edges], [e[1] for e in edges])), shape=(n, n))
         n_comp, lab = connected_components(W + E, directed=False)
     return edges, int(n_comp0)
+
+
+def add_gaussian_edges(W, edges, sigma, floor):
+    """``W`` with ``edges`` added at the Gaussian weight of their length.
+
+    ``w = max(exp(-d^2 / (2 sigma^2)), floor)`` on both (i, j) and (j, i); an
+    existing entry keeps the larger weight. Used for the bridges of
+    :func:`component_bridges` (ccskl.md §7.1, urasc.md §7.5); the floor keeps a
+    long bridge from underflowing to zero.
+
+    Parameters
+    ----------
+    W : csr_matrix of shape (n, n), float64
+        Symmetric graph.
+    edges : list of (int, int, float)
+        ``(i, j, distance)``; distances in the units of X.
+    sigma : float
+        Gaussian width, units of X, > 0.
+    floor : float
+        Smallest weight of a new edge, > 0.
+
+    Returns
+    -------
+    csr_matrix of shape (n, n), float64
+        Symmetric; ``W`` itself when ``edges`` is empty.
+    """
+    if not edges:
+        return W
+    i = np.array([e[0] for e in edges], dtype=np.int64)
+    j = np.array([e[1] for e in edges], dtype=np.int64)
+    d = np.array([e[2] for e in edges])
+    w = np.maximum(np.exp(-(d**2) / (2.0 * sigma * sigma)), floor)
+    E = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=W.shape)
+    return sp.csr_matrix(W.maximum(E))

@@ -32,6 +32,7 @@ from threadpoolctl import threadpool_limits
 
 from ._certain_sets import _DK, _NO, _YES, CertainSetsMixin, _seed
 from ._graph import (
+    add_gaussian_edges,
     component_bridges,
     gaussian_affinity,
     knn_distances,
@@ -75,13 +76,7 @@ def _bridge_components(X, W, sigma):
     edges added).
     """
     edges, _ = component_bridges(X, W, skip_largest=True)
-    if not edges:
-        return W, 0
-    i = np.array([e[0] for e in edges], dtype=np.int64)
-    j = np.array([e[1] for e in edges], dtype=np.int64)
-    w = np.array([max(float(np.exp(-e[2] ** 2 / (2.0 * sigma * sigma))), 1e-12) for e in edges])
-    E = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=W.shape)
-    return sp.csr_matrix(W.maximum(E)), len(edges)
+    return add_gaussian_edges(W, edges, sigma, 1e-12), len(edges)
 
 
 def _spread_labels(W, sets, alpha):
