@@ -31,14 +31,20 @@ def _wait_up_to_date(base, sid, timeout=60):
     raise AssertionError(f"session {sid} not up to date after {timeout} s: {s}")
 
 
-@pytest.mark.parametrize("params", [{}, {"k_growth": "verify", "representative": "founder"}],
-                         ids=["paper", "verify"])
-def test_crowd_session_beats_unconstrained_baseline(live, params):
+@pytest.mark.parametrize("n_clusters, budget, params", [
+    (3, 40, {}),
+    (3, 40, {"k_growth": "verify", "representative": "founder"}),
+    # K unknown: "verify" needs more questions to found sets, and its set checks
+    # pair two certain samples; those answers are accepted too
+    (None, 100, {"k_growth": "verify", "representative": "founder"}),
+], ids=["paper", "verify", "verify-k-unknown"])
+def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, params):
     X, y = load("iris", zscore=False)
     did = upload(live, X, y, [f"iris-{i}" for i in range(len(y))])
-    r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 40,
-                                                  "answers_per_question": 3, "pool_size": 10,
-                                                  "params": params}, timeout=30)
+    body = {"dataset_id": did, "budget": budget, "answers_per_question": 3, "pool_size": 10, "params": params}
+    if n_clusters is not None:
+        body["n_clusters"] = n_clusters
+    r = requests.post(f"{live}/v1/sessions", json=body, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
     assert r.headers["Location"] == f"/v1/sessions/{sid}"
@@ -81,6 +87,8 @@ def test_crowd_session_beats_unconstrained_baseline(live, params):
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     assert model["observed_revision"] == session["revision"]
     ari = adjusted_rand_score(y, model["labels"])
+    if n_clusters is None:
+        assert model["n_clusters"] == 3, model["n_clusters"]  # found from the answers
     job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,
                                  scale="zscore").json()["id"])
     baseline = requests.get(live + job["result_url"], timeout=30).json()["metrics"]["ari"]
