@@ -47,6 +47,8 @@ METHODS = {
     "URASC+N/robust": ({"k_growth": "robust", "representative": "founder"}, 1),
     # opt-in evidence mode (issue #4): a new set needs two "no"s from every set, three from the nearest
     "URASC+N/verify": ({"k_growth": "verify", "representative": "founder"}, 1),
+    # the same in batch mode: what a crowd client runs
+    "URASC+N/verify/B10": ({"k_growth": "verify", "representative": "founder"}, 10),
 }
 
 # (method, k_mode, noise): the matrix actually run by default.
@@ -67,7 +69,8 @@ FINAL = (
 )
 
 # issue #4: the evidence mode, noise-free and with 10% wrong answers, K unknown and known (--configs verify).
-VERIFY = [("URASC+N/verify", k, e) for k in ("unknown", "known") for e in (0.0, 0.10)]
+VERIFY = ([("URASC+N/verify", k, e) for k in ("unknown", "known") for e in (0.0, 0.10)]
+          + [("URASC+N/verify/B10", "unknown", e) for e in (0.0, 0.10)])
 
 # anchors.md, active pairwise: COBRAS (K unknown) and best K-known peer, at 10/20/50/100/150/200.
 ANCHORS = {

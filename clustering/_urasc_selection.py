@@ -319,14 +319,14 @@ class QuerySelectionMixin:
         """Whether round ``round_index`` (0-based index into the selection log)
         questions a farthest dense uncertain sample (see ``explore``): "auto"
         with K known explores every round until there are n_clusters sets, then
-        every third round; with K unknown every third round under
-        k_growth="sets", never otherwise; a float f explores every round whose
+        every third round; with K unknown every third round, but never under
+        k_growth="robust"; a float f explores every round whose
         index is a multiple of round(1/f). A batch of B questions covers B
         rounds, so it explores as often as B sequential rounds would."""
         if self.explore == "auto":
             if self.n_clusters is not None and len(self._sets) < int(self.n_clusters):
                 return True
-            if self.n_clusters is None and self.k_growth != "sets":
+            if self.n_clusters is None and self.k_growth == "robust":
                 return False
             period = _EXPLORE_PERIOD
         else:

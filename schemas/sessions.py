@@ -28,7 +28,7 @@ class URASCParamsSchema(Schema):
                                                       "uncertain sample (cluster discovery); auto: with "
                                                       "n_clusters known, every round until each cluster has a "
                                                       "certain set, then every third; with K unknown every "
-                                                      "third under k_growth=sets, none under verify/robust"})
+                                                      "third, none under k_growth=robust"})
     n_neighbors = StrictInteger(load_default=10, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))

@@ -498,10 +498,11 @@ def test_a_batch_explores_as_often_as_sequential_rounds_would():
     assert sum(e["fallback"] == "explore" for e in est._log) == 2
 
 
-def test_auto_explore_with_unknown_k_every_third_round_only_under_set_growth():
+def test_auto_explore_with_unknown_k_every_third_round_but_not_under_robust():
     X, y = _blobs(60, 3, seed=3)
     oracle = _oracle(y)
-    for k_growth, rep, expect in (("sets", "most_similar", True), ("verify", "founder", False)):
+    for k_growth, rep, expect in (("sets", "most_similar", True), ("verify", "founder", True),
+                                  ("robust", "founder", False)):
         est = URASC(budget=12, k_growth=k_growth, representative=rep, random_state=0).fit(X, oracle=oracle)
         explored = [e["round"] for e in est._log if e["fallback"] == "explore"]
         if expect:
@@ -600,8 +601,8 @@ def test_verify_planted_wrong_yes_misplaces_only_that_sample():
     paper = _drive(URASC(budget=None, random_state=0, n_init=2, explore=0.0), X, oracle)
     assert st["planted"] is not None and foreign(paper) > 1
     oracle, st = _planted_oracle(y, flip=False)
-    est = _drive(URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder"),
-                 X, oracle)
+    est = _drive(URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder",
+                       explore=0.0), X, oracle)
     x, r = st["planted"]
     assert y[x] != y[r] and len(est.certain_sets_) == 3 and est.n_clusters_ == 3
     assert foreign(est) == 1, "one wrong yes misplaces its own sample and pulls no other along"
@@ -676,7 +677,8 @@ def _liar_session(seed, *, k_growth="verify"):
     answers "no" about its own class for as long as it is uncertain, so it
     founds a spurious set; every other answer is true."""
     X, y = make_blobs(n_samples=60, centers=2, cluster_std=1.0, random_state=seed)
-    est = URASC(budget=None, random_state=0, n_init=2, k_growth=k_growth, representative="founder").fit(X)
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth=k_growth, representative="founder",
+                explore=0.0).fit(X)
     f = est.certain_sets_[0][0]
     cls = np.flatnonzero(y == y[f])
     liar = int(cls[np.argmax(((X[cls] - X[f]) ** 2).sum(1))])
