@@ -258,16 +258,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
         class for the label spreading of ``assign``); with K unknown, every
         third round, except under "robust" (there it cost robustness: ARI at
         200 with 10% wrong answers over noise-free, 5 trials, ionosphere
-        0.83 -> 0.75, wdbc 0.80 -> 0.73). Under "verify" it is on since its
-        set checks and class-mass normalised spreading landed (K unknown, 5
-        trials, bench/results/active_verify.json, ARI at 50/100/200, off ->
-        on): noise-free wine .77/1.00/1.00 -> .98/1.00/1.00, ionosphere
-        .30/.70/.93 -> .57/.72/.91, segment .25/.42/.67 -> .36/.55/.76, iris
-        .97/1.00/1.00 -> .94/1.00/1.00, wdbc .85/.96/1.00 -> .87/.95/.99;
-        10% wrong answers segment .22/.30/.40 -> .33/.40/.50, ionosphere
-        .31/.44/.71 -> .44/.67/.69, wine .77/.91/.88 -> .94/.95/.91, iris
-        .87/.94/.91 -> .83/.90/.90, wdbc .77/.85/.94 -> .79/.85/.87 (one
-        trial of five .57). Evidence, ARI at 50/100/200 questions, without -> with:
+        0.83 -> 0.75, wdbc 0.80 -> 0.73); under "verify" it helps (see
+        Notes, "Noisy oracles"). Evidence, ARI at 50/100/200 questions,
+        without -> with:
         K unknown (5 trials; segment 3) wine .53/1.00/1.00 -> 1.00/1.00/1.00,
         ionosphere .25/.72/.92 -> .65/.75/.93, iris .90/1.00/1.00 ->
         .90/1.00/1.00, wdbc .87/.96/.99 -> .85/.95/.99, segment .35/.53/.54
@@ -427,8 +420,15 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
     3 trials, .43/.46/.43 against .49/.54/.58 for "sets" (it placed half as
     many samples). (Label spreading used to hand most samples to the
     largest set; with class-mass normalisation in ``_spread_labels`` and
-    the singleton set checks, segment went from .26 to .40, and with
-    exploration to .50.)
+    the singleton set checks, segment went from .26 to .40.) Exploration
+    under "verify" with K unknown (off before 2026-11-24; ARI at
+    50/100/200, off -> on): noise-free wine .77/1.00/1.00 ->
+    .98/1.00/1.00, ionosphere .30/.70/.93 -> .57/.72/.91, segment
+    .25/.42/.67 -> .36/.55/.76, iris .97/1.00/1.00 -> .94/1.00/1.00, wdbc
+    .85/.96/1.00 -> .87/.95/.99; 10% wrong answers segment .22/.30/.40 ->
+    .33/.40/.50, ionosphere .31/.44/.71 -> .44/.67/.69, wine .77/.91/.88 ->
+    .94/.95/.91, iris .87/.94/.91 -> .83/.90/.90, wdbc .77/.85/.94 ->
+    .79/.85/.87.
 
     References
     ----------

@@ -7,7 +7,6 @@ suite: ``SHOAL_FUZZ_EXAMPLES=500 ./test.sh tests/integration/test_schemathesis.p
 """
 
 import os
-
 from pathlib import Path
 
 import pytest
@@ -22,12 +21,13 @@ from schemathesis.specs.openapi.checks import (
 
 pytestmark = pytest.mark.integration
 
+_EXAMPLES = os.environ.get("SHOAL_FUZZ_EXAMPLES")  # set: a longer, random (not derandomized) hunt
+
 schema = schemathesis.openapi.from_path(Path(__file__).resolve().parents[2] / "openapi.yaml")
 
 
 @schema.parametrize()
-@settings(max_examples=int(os.environ.get("SHOAL_FUZZ_EXAMPLES", 25)), deadline=None, database=None,
-          derandomize="SHOAL_FUZZ_EXAMPLES" not in os.environ,
+@settings(max_examples=int(_EXAMPLES or 25), deadline=None, database=None, derandomize=_EXAMPLES is None,
           suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_spec(case, live):
     case.call_and_validate(
