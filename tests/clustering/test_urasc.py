@@ -717,7 +717,7 @@ def test_verify_set_check_merges_a_set_founded_by_wrong_nos(seed):
     assert len(est2.certain_sets_) == 3
 
 
-def test_verify_set_checks_never_merge_true_classes_and_cost_one_question_per_older_set():
+def test_verify_set_checks_never_merge_true_classes_and_cost_two_questions_per_older_set():
     X, y = _blobs(80, 4, seed=2)
     est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder")
     est.fit(X, oracle=_oracle(y))
@@ -725,9 +725,15 @@ def test_verify_set_checks_never_merge_true_classes_and_cost_one_question_per_ol
     sets = est.certain_sets_
     askers = [max((i, j), key=lambda v: est._set_of[v]) for i, j in est._check_pairs]
     founders = [v for v in askers if sets[est._set_of[v]][0] == v]
-    # set l is checked once against each older set; besides, a founder confirms
-    # (once) a set that was a singleton when it was asked
-    assert len(askers) - len(founders) == sum(range(4))
+    # set l is settled against each older set by two "no"s from two later
+    # members; besides, a founder confirms (once) a set that was a singleton
+    # when it was asked
+    assert len(askers) - len(founders) == 2 * sum(range(4))
+    for l in range(1, 4):
+        for o in range(l):
+            checkers = {a for a, (i, j) in zip(askers, est._check_pairs) if est._set_of[a] == l
+                        and est._set_of[i + j - a] == o}
+            assert len(checkers) == 2
     assert len(founders) <= sum(range(4))
     for i, j in est._check_pairs:
         assert y[i] != y[j]
@@ -819,3 +825,48 @@ def test_verify_singleton_whose_founder_says_yes_is_merged():
         est.tell([(q["i"], q["j"], True)])
     est.suggest_queries(1)
     assert est.certain_sets_ == [[s0, c, d, b]] and est.diagnostics_["merged_sets"] == 1
+
+
+def test_verify_with_n_clusters_never_founds_a_set_beyond_it():
+    """Under "verify" with K given, a sample that hears "no" from all K sets
+    (some answer was wrong) stays uncertain instead of founding set K + 1."""
+    X, y = _blobs(90, 3, seed=5)
+    for seed in range(3):
+        est = URASC(n_clusters=3, budget=150, random_state=seed, n_init=2, k_growth="verify",
+                    representative="founder").fit(X, oracle=_oracle(y, 0.25, seed=seed))
+        assert len(est.certain_sets_) <= 3 and est.n_clusters_ == 3
+    # the paper's set growth does found extra sets on the same answers
+    grown = [len(URASC(n_clusters=3, budget=150, random_state=seed, n_init=2).fit(
+        X, oracle=_oracle(y, 0.25, seed=seed)).certain_sets_) for seed in range(3)]
+    assert max(grown) > 3
+
+
+def test_verify_asks_the_set_of_the_sample_s_cluster_first():
+    """x is nearer set 0's founder (w0) but the clustering puts it with set 1:
+    the paper's order asks set 0 first, "verify" set 1."""
+    rng = np.random.default_rng(0)
+    X = np.vstack([rng.normal(0.0, 0.3, (10, 2)), rng.normal(10.0, 0.3, (10, 2)), [[4.0, 4.0]]])
+    a, b, x = 0, 10, 20
+    first = {}
+    for k_growth in ("sets", "verify"):
+        est = URASC(budget=None, random_state=0, n_init=2, seed_sample=a, k_growth=k_growth,
+                    representative="founder").fit(X)
+        est._sets, est._set_of[:] = [[a], [b]], -1
+        est._set_of[a], est._set_of[b] = 0, 1
+        est.labels_ = np.array([0] * 10 + [1] * 11)
+        assert est._similarity(x, [a])[0] > est._similarity(x, [b])[0]
+        first[k_growth] = est._build_queue(x)[0][0]
+    assert first == {"sets": 0, "verify": 1}
+
+
+def test_verify_repeated_question_goes_to_the_member_most_like_the_founder():
+    """Set [0, 1, 3] on a line, x = 2 said "no" to the founder 0: asked again,
+    "verify" picks 1 (next to the founder), the default 3 (next to x)."""
+    X = np.array([[0.0, 0.0], [0.5, 0.0], [3.0, 0.0], [4.0, 0.0], [9.0, 0.0]])
+    for k_growth, expect in (("sets", 3), ("verify", 1)):
+        est = URASC(budget=None, random_state=0, n_init=2, seed_sample=0, k_growth=k_growth,
+                    representative="founder").fit(X)
+        est._sets, est._set_of[:] = [[0, 1, 3]], -1
+        est._set_of[[0, 1, 3]] = 0
+        est._record(2, 0, 0)
+        assert est._next_member(2, 0) == expect
