@@ -717,7 +717,7 @@ def test_verify_set_check_merges_a_set_founded_by_wrong_nos(seed):
     assert len(est2.certain_sets_) == 3
 
 
-def test_verify_set_checks_never_merge_true_classes_and_cost_two_questions_per_older_set():
+def test_verify_set_checks_never_merge_true_classes_and_cost_two_questions_per_checked_set():
     X, y = _blobs(80, 4, seed=2)
     est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder")
     est.fit(X, oracle=_oracle(y))
@@ -725,15 +725,17 @@ def test_verify_set_checks_never_merge_true_classes_and_cost_two_questions_per_o
     sets = est.certain_sets_
     askers = [max((i, j), key=lambda v: est._set_of[v]) for i, j in est._check_pairs]
     founders = [v for v in askers if sets[est._set_of[v]][0] == v]
-    # set l is settled against each older set by two "no"s from two later
-    # members; besides, a founder confirms (once) a set that was a singleton
-    # when it was asked
-    assert len(askers) - len(founders) == 2 * sum(range(4))
+    # set l is settled against each of its (at most) two older sets most
+    # similar to its founder by two "no"s from two later members; besides, a
+    # founder confirms (once) a set that was a singleton when it was asked
+    assert len(askers) - len(founders) == 2 * (1 + 2 + 2)
     for l in range(1, 4):
+        sims = [est._similarity(sets[l][0], sets[o]).max() for o in range(l)]
+        nearest = set(np.argsort(sims)[::-1][:2].tolist())
         for o in range(l):
             checkers = {a for a, (i, j) in zip(askers, est._check_pairs) if est._set_of[a] == l
-                        and est._set_of[i + j - a] == o}
-            assert len(checkers) == 2
+                        and est._set_of[i + j - a] == o and a != sets[l][0]}
+            assert len(checkers) == (2 if o in nearest else 0)
     assert len(founders) <= sum(range(4))
     for i, j in est._check_pairs:
         assert y[i] != y[j]
