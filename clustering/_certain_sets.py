@@ -88,9 +88,10 @@ class CertainSetsMixin:
         another sample; asking the set of x's own cluster first places more
         samples per question. Together with the founder anchor of
         ``_next_member`` and the two-"no" set checks of ``_set_check``
-        (ionosphere, K unknown, 5 trials, ARI at 200): noise-free .91 -> .95,
-        10% wrong answers .69 -> .80 (bench/results/active_verify.json); with
-        the other two rules but not this one, .69 noisy.
+        (ionosphere, K unknown, 5 trials, ARI at 200, measured before
+        "auto" labelled by spreading under "verify"): noise-free .91 -> .95,
+        10% wrong answers .69 -> .80; with the other two rules but not this
+        one, .69 noisy.
         """
         labels = getattr(self, "labels_", None)
         if self.k_growth != "verify" or labels is None:

@@ -320,9 +320,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
         whose members the current clustering mostly puts in x's cluster, then
         by w0 as above; a repeated question about set l goes to the unasked
         member of l most similar to l's founder (not to x). x joins set l as
-        soon as its "yes" answers to members of l outnumber its "no" answers; a "yes" that only
-        ties earlier "no"s asks another member of l first (with no member left
-        the tie joins); an outvoted "yes" is kept as an answer but does not
+        soon as its "yes" answers to members of l outnumber its "no" answers;
+        a "yes" that only ties earlier "no"s asks another member of l first
+        (with no member left the tie joins); an outvoted "yes" is kept as an answer but does not
         join. Before x founds a new set, every set with a one-vote "no" margin
         is asked again with another member, and the set most similar to x
         (max w0) a third time if it answered "no" twice, so one or two wrong
