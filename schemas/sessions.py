@@ -22,7 +22,7 @@ class URASCParamsSchema(Schema):
             "local: self-tuning kNN graph (default); gaussian: the paper's dense Gaussian graph")
     assign = one_of("auto", ["auto", "kmeans", "propagate"],
             "final labels: kmeans on the embedding (paper), propagate (label spreading from the certain sets), or "
-            "auto (kmeans unless it contradicts the answered sets)")
+            "auto (kmeans unless it contradicts the answered sets; propagate under k_growth=verify)")
     explore = NumberOrChoice(["auto"], low=0.0, low_inclusive=True, high=1.0, load_default="auto",
                              metadata={"description": "fraction of rounds that ask about the farthest typical "
                                                       "uncertain sample (cluster discovery); auto: with "
