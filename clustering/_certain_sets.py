@@ -247,7 +247,7 @@ class CertainSetsMixin:
         ask = None
         olders = range(l)
         if l > _CHECK_NEAREST:
-            sims = np.array([self._similarity(f, self._sets[o]).max() for o in range(l)])
+            sims = self._set_similarities(f, l)
             olders = sorted(np.argsort(-sims, kind="stable")[:_CHECK_NEAREST].tolist())
         for o in olders:
             votes = {m: self._votes(m, o, only=self._check_pairs) for m in later}
@@ -343,14 +343,15 @@ class CertainSetsMixin:
         r = self._next_member(x, best_l)
         return None if r is None else (best_l, r)
 
+    def _set_similarities(self, x, n_sets=None):
+        """(n_sets,) float64: the largest w0 between x and a member of each of
+        the first ``n_sets`` sets (default: all)."""
+        sets = self._sets if n_sets is None else self._sets[:n_sets]
+        return np.array([self._similarity(x, members).max() for members in sets], dtype=np.float64)
+
     def _most_similar_set(self, x):
         """Index of the set with the largest w0 between x and one of its members, or None."""
-        best, best_l = -1.0, None
-        for l, members in enumerate(self._sets):
-            sim = float(self._similarity(x, members).max())
-            if sim > best:
-                best, best_l = sim, l
-        return best_l
+        return int(np.argmax(self._set_similarities(x))) if self._sets else None
 
     def _votes(self, x, l, only=None):
         """(number of "yes", number of "no") answers between x and members of

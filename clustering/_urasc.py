@@ -1027,8 +1027,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
         E = V[:, :K]
         # OpenMP threads of k-means on a few hundred rows cost more than they
         # save (8x slower on a shared 2-core machine): one thread.
-        spread = self.assign != "kmeans" and len(self._sets) == K and K >= 2
-        if spread and (self.assign == "propagate" or self.k_growth == "verify"):
+        assign = "propagate" if self.assign == "auto" and self.k_growth == "verify" else self.assign
+        spread = assign != "kmeans" and len(self._sets) == K and K >= 2
+        if spread and assign == "propagate":
             self.labels_ = _spread_labels(W, self._sets, self.propagation_alpha)
         else:
             with threadpool_limits(limits=1, user_api="openmp"):
