@@ -420,7 +420,8 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
     .33/.52/.74 (.55/.63/.77): segment at 50 questions would fall below
     COBRAS (.47), so the paper's "sets" stays the default. Remaining
     failures (target 0.85): segment (0.77, K known 0.76, batch 0.80) and
-    ionosphere in batch mode (0.83). A perfect majority-of-3 scheme (each
+    ionosphere in batch mode (0.83); over 10 trials segment 0.76 / 0.73 /
+    0.75 and ionosphere in batch mode 0.78 (bench/README). A perfect majority-of-3 scheme (each
     question asked three times, 2.8% residual error) would have about 67
     effective questions out of 200, and the noise-free ARI at 100
     questions is already below 0.85 x the noise-free ARI at 200 on segment
