@@ -421,11 +421,11 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
     COBRAS (.47), so the paper's "sets" stays the default. Remaining
     failures (target 0.85): segment (0.77, K known 0.76, batch 0.80) and
     ionosphere in batch mode (0.83); over 10 trials segment 0.76 / 0.73 /
-    0.75 and ionosphere in batch mode 0.78 (bench/README). A perfect majority-of-3 scheme (each
-    question asked three times, 2.8% residual error) would have about 67
-    effective questions out of 200, and the noise-free ARI at 100
-    questions is already below 0.85 x the noise-free ARI at 200 on segment
-    (.52 < .63).
+    0.75 and ionosphere in batch mode 0.78 (bench/README). A perfect
+    majority-of-3 scheme (each question asked three times, 2.8% residual
+    error) would have about 67 effective questions out of 200, and the
+    noise-free ARI at 100 questions is already below 0.85 x the noise-free
+    ARI at 200 on segment (.52 < .63).
 
     What moved the ratio on 2026-11-24 (K unknown / K known / B = 10,
     before -> after): questions go first to the set of x's current
