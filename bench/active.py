@@ -9,6 +9,8 @@ seeded trials, on KEEL iris, wine, ionosphere, segment, wdbc
 (``bench.datasets.load``: constant columns dropped, z-scored). Also the wall
 time of ``suggest_queries`` right after an answer batch (that is what a
 session waits for), and optionally the 20000-row ``letter`` set.
+The ``/crowd3`` rows ask every question three times (independent answers,
+majority vote), as a session with ``answers_per_question=3`` does.
 
 Usage::
 
@@ -49,7 +51,14 @@ METHODS = {
     "URASC+N/verify": ({"k_growth": "verify", "representative": "founder"}, 1),
     # the same in batch mode: what a crowd client runs
     "URASC+N/verify/B10": ({"k_growth": "verify", "representative": "founder"}, 10),
+    # a crowd as a session with answers_per_question=3 runs it: three independent answers per
+    # question, majority vote; the budget counts questions (each costs three answers)
+    "URASC+N/B10/crowd3": ({}, 10),
+    "URASC+N/verify/B10/crowd3": ({"k_growth": "verify", "representative": "founder"}, 10),
 }
+
+#: Answers per question (majority vote); 1 for every method not listed.
+ANSWERS_PER_QUESTION = {"URASC+N/B10/crowd3": 3, "URASC+N/verify/B10/crowd3": 3}
 
 # (method, k_mode, noise): the matrix actually run by default.
 CONFIGS = (
@@ -72,6 +81,10 @@ FINAL = (
 VERIFY = ([("URASC+N/verify", k, e) for k in ("unknown", "known") for e in (0.0, 0.10)]
           + [("URASC+N/verify/B10", "unknown", e) for e in (0.0, 0.10)])
 
+# Crowd rows (--configs crowd): 10% wrong answers per worker, three workers per question. Noise-free
+# they equal URASC+N/B10 and URASC+N/verify/B10 (three identical answers), so only the noisy rows run.
+CROWD = [(m, "unknown", 0.10) for m in ("URASC+N/B10/crowd3", "URASC+N/verify/B10/crowd3")]
+
 # anchors.md, active pairwise: COBRAS (K unknown) and best K-known peer, at 10/20/50/100/150/200.
 ANCHORS = {
     "iris": {"cobras": [.62, .62, .77, .87, .91, .91], "kknown": [.60, .63, .86, 1, 1, 1]},
@@ -85,6 +98,7 @@ ANCHORS = {
 def run_one(X, y, method, k_mode, noise, trial, budgets):
     """One seeded session; scores at each budget and suggestion wall times."""
     params, batch = METHODS[method]
+    votes = ANSWERS_PER_QUESTION.get(method, 1)
     K = int(np.unique(y).size)
     est = URASC(n_clusters=K if k_mode == "known" else None, budget=max(budgets), random_state=trial, **params)
     t0 = time.perf_counter()
@@ -105,10 +119,9 @@ def run_one(X, y, method, k_mode, noise, trial, budgets):
             break
         answers = []
         for q in qs:
-            same = bool(y[q["i"]] == y[q["j"]])
-            if noise > 0 and rng.random() < noise:
-                same = not same
-            answers.append((q["i"], q["j"], same))
+            truth = bool(y[q["i"]] == y[q["j"]])
+            said = [truth != bool(noise > 0 and rng.random() < noise) for _ in range(votes)]
+            answers.append((q["i"], q["j"], 2 * sum(said) > votes))
         est.tell(answers)
         if est.n_questions_ in targets:
             est.update()
@@ -119,6 +132,7 @@ def run_one(X, y, method, k_mode, noise, trial, budgets):
         scores.setdefault(b, final)
     return {
         "method": method, "k_mode": k_mode, "noise": noise, "trial": trial, "batch": batch,
+        "answers_per_question": votes,
         "ari": {str(b): scores[b]["ari"] for b in targets},
         "jaccard": {str(b): scores[b]["jaccard"] for b in targets},
         "n_questions": int(est.n_questions_), "n_clusters": int(est.n_clusters_),
@@ -217,7 +231,8 @@ def main(argv=None):
                     help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
                          "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part), "
                          "or 'verify' (k_growth='verify', noise 0 / 10%%, K unknown / known; "
-                         "verify_unknown: K unknown only)")
+                         "verify_unknown: K unknown only), or 'crowd' (three answers per question, majority "
+                         "vote, 10%% wrong answers per worker)")
     ap.add_argument("--k-mode", choices=("known", "unknown"), default=None,
                     help="keep only the K-known or K-unknown rows of the chosen matrix")
     ap.add_argument("--letter", action="store_true", help="also time letter (20000 rows)")
@@ -252,6 +267,8 @@ def main(argv=None):
         configs = [c for c in FINAL if args.configs == "final" or (c[2] == 0.0) == (args.configs == "final_main")]
     elif args.configs in ("verify", "verify_unknown"):
         configs = [c for c in VERIFY if args.configs == "verify" or c[1] == "unknown"]
+    elif args.configs == "crowd":
+        configs = list(CROWD)
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
     if args.k_mode:
