@@ -27,6 +27,7 @@ import os
 import platform
 import sys
 import time
+from typing import NamedTuple
 
 import numpy as np
 
@@ -37,32 +38,50 @@ from clustering._urasc import URASC
 DATASETS = ["iris", "wine", "ionosphere", "wdbc", "segment"]
 BUDGETS = [10, 20, 50, 100, 150, 200]
 
-METHODS = {
-    "URASC+N": ({}, 1),
-    "URASC+P": ({"step_model": "parametric"}, 1),
-    "URASC-GO": ({"score": "gradient"}, 1),
-    "URASC-NO": ({"score": "entropy"}, 1),
-    "URASC-PO": ({"score": "entropy", "step_model": "parametric"}, 1),
-    "random": ({"strategy": "random"}, 1),
-    "URASC+N/B10": ({}, 10),
-    # opt-in noise-robust mode (extension, not in the paper)
-    "URASC+N/robust": ({"k_growth": "robust", "representative": "founder"}, 1),
-    # opt-in evidence mode (issue #4): a new set needs two "no"s from every set, three from the nearest
-    "URASC+N/verify": ({"k_growth": "verify", "representative": "founder"}, 1),
-    # the same in batch mode: what a crowd client runs
-    "URASC+N/verify/B10": ({"k_growth": "verify", "representative": "founder"}, 10),
-    # a crowd as a session with answers_per_question=3 runs it: three independent answers per
-    # question, majority vote; the budget counts questions (each costs three answers)
-    "URASC+N/B10/crowd3": ({}, 10),
-    "URASC+N/verify/B10/crowd3": ({"k_growth": "verify", "representative": "founder"}, 10),
-}
+class Setting(NamedTuple):
+    """How one benchmark row runs a session.
 
-#: Answers per question (majority vote); 1 for every method not listed.
-ANSWERS_PER_QUESTION = {"URASC+N/B10/crowd3": 3, "URASC+N/verify/B10/crowd3": 3}
+    Attributes
+    ----------
+    params : dict
+        Keyword arguments for :class:`clustering._urasc.URASC`.
+    batch : int, default=1
+        Questions per ``suggest_queries`` call (B).
+    answers_per_question : int, default=1
+        Independent simulated answers per question, combined by majority
+        vote (odd, so there is no tie), as a session with
+        ``answers_per_question`` does; the budget counts questions.
+    """
+
+    params: dict
+    batch: int = 1
+    answers_per_question: int = 1
+
+
+VERIFY_PARAMS = {"k_growth": "verify", "representative": "founder"}
+
+METHODS = {
+    "URASC+N": Setting({}),
+    "URASC+P": Setting({"step_model": "parametric"}),
+    "URASC-GO": Setting({"score": "gradient"}),
+    "URASC-NO": Setting({"score": "entropy"}),
+    "URASC-PO": Setting({"score": "entropy", "step_model": "parametric"}),
+    "random": Setting({"strategy": "random"}),
+    "URASC+N/B10": Setting({}, 10),
+    # opt-in noise-robust mode (extension, not in the paper)
+    "URASC+N/robust": Setting({"k_growth": "robust", "representative": "founder"}),
+    # opt-in evidence mode (issue #4): a new set needs two "no"s from every set, three from the nearest
+    "URASC+N/verify": Setting(VERIFY_PARAMS),
+    # the same in batch mode: what a crowd client runs
+    "URASC+N/verify/B10": Setting(VERIFY_PARAMS, 10),
+    # a crowd: three answers per question, majority vote (each question costs three answers)
+    "URASC+N/B10/crowd3": Setting({}, 10, 3),
+    "URASC+N/verify/B10/crowd3": Setting(VERIFY_PARAMS, 10, 3),
+}
 
 # (method, k_mode, noise): the matrix actually run by default.
 CONFIGS = (
-    [(m, "unknown", 0.0) for m in METHODS if m not in ANSWERS_PER_QUESTION]  # crowd rows: --configs crowd
+    [(m, "unknown", 0.0) for m, st in METHODS.items() if st.answers_per_question == 1]
     + [(m, "known", 0.0) for m in ("URASC+N", "URASC+P", "random", "URASC+N/B10")]
     + [(m, "unknown", e) for e in (0.02, 0.10) for m in ("URASC+N", "random", "URASC+N/robust")]
     + [(m, "known", 0.10) for m in ("URASC+N", "URASC+N/robust")]
@@ -96,9 +115,33 @@ ANCHORS = {
 
 
 def run_one(X, y, method, k_mode, noise, trial, budgets):
-    """One seeded session; scores at each budget and suggestion wall times."""
-    params, batch = METHODS[method]
-    votes = ANSWERS_PER_QUESTION.get(method, 1)
+    """One seeded session against a simulated oracle (``specs/urasc.md`` §4.4).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    y : ndarray of shape (n_samples,), int
+        Ground-truth classes; the oracle answers "same cluster?" from them.
+    method : str
+        Key of :data:`METHODS`.
+    k_mode : {"known", "unknown"}
+        ``n_clusters`` is the number of classes, or None.
+    noise : float in [0, 1)
+        Probability that one simulated answer is flipped (own stream seeded
+        by ``trial``; the majority of ``answers_per_question`` answers is told).
+    trial : int
+        Seed of the estimator and of the oracle.
+    budgets : list of int
+        Question counts at which ARI and Jaccard are recorded.
+
+    Returns
+    -------
+    dict
+        ``ari`` and ``jaccard`` per budget (str keys), question and cluster
+        counts, and wall times in seconds (``init_s``, ``suggest_s_median``,
+        ``suggest_s_max``, ``total_s``).
+    """
+    params, batch, votes = METHODS[method]
     K = int(np.unique(y).size)
     est = URASC(n_clusters=K if k_mode == "known" else None, budget=max(budgets), random_state=trial, **params)
     t0 = time.perf_counter()
@@ -120,6 +163,8 @@ def run_one(X, y, method, k_mode, noise, trial, budgets):
         answers = []
         for q in qs:
             truth = bool(y[q["i"]] == y[q["j"]])
+            # majority of an odd number of yes/no votes (the session's vote, workers.session_tasks,
+            # also handles dont_know and ties; bench must not import workers)
             said = [truth != bool(noise > 0 and rng.random() < noise) for _ in range(votes)]
             answers.append((q["i"], q["j"], 2 * sum(said) > votes))
         est.tell(answers)
