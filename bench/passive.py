@@ -68,6 +68,7 @@ METHODS = {
     "cop_rf_separate": Method(lambda k, rs: COPRF(n_clusters=k, cannot_link_policy="separate", random_state=rs)),
     "cop_rf_separate_inbag": Method(lambda k, rs: COPRF(n_clusters=k, cannot_link_policy="separate", affinity_samples="in_bag", random_state=rs)),
     "cop_rf_select": Method(lambda k, rs: COPRF(n_clusters=k, n_neighbors="select", random_state=rs)),
+    "cop_rf_separate_drop": Method(lambda k, rs: COPRF(n_clusters=k, cannot_link_policy="separate", drop_violated=True, random_state=rs)),
     "cop_rf_separate_select": Method(lambda k, rs: COPRF(n_clusters=k, cannot_link_policy="separate", n_neighbors="select", random_state=rs)),
     "cop_rf_marginal": Method(lambda k, rs: COPRF(n_clusters=k, pseudo_samples="marginal", random_state=rs)),
     "ccskl": Method(lambda k, rs: CCSKL(n_clusters=k, random_state=rs)),

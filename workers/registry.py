@@ -57,7 +57,9 @@ def _split_by_kind(attr):
         values = getattr(estimator, attr, None)
         if values is None:
             return None
-        values = np.asarray(values, dtype=float)
+        values = np.asarray(values)
+        if values.dtype != bool:
+            values = values.astype(float)
         n_ml = len((constraints or {}).get("must_link") or [])
         return {"must_link": values[:n_ml].tolist(), "cannot_link": values[n_ml:].tolist()}
 
@@ -84,6 +86,7 @@ METHODS = {
         "constraint_scores": _split_by_kind("constraint_scores_"),
         "constraint_selection_rate": _split_by_kind("constraint_selection_rate_"),
         "constraint_coverage": _split_by_kind("constraint_coverage_"),
+        "constraint_violated": _split_by_kind("constraint_violated_"),
     }),
     "ccskl": MethodSpec("clustering._ccskl:CCSKL", ("pairwise",), "kernel_matrix_", {
         "beta": "beta_", "eigenvalues": "eigenvalues_", "objective": "objective_",

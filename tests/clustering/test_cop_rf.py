@@ -294,6 +294,44 @@ def test_planted_wrong_constraint_scores_below_correct_ones():
     assert np.all(model.constraint_coverage_ > 0)
 
 
+
+def test_violated_constraints_are_the_ones_the_labels_break():
+    X, y = _blobs(n=60, k=3, d=3, seed=14, std=2.0)
+    pairs, kind = _pairs(y, 30, np.random.default_rng(14))
+    model = COPRF(3, n_estimators=20, filter_repeats=30, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    lab = model.labels_
+    expected = (lab[pairs[:, 0]] == lab[pairs[:, 1]]) != (kind > 0)
+    assert model.constraint_violated_.dtype == bool
+    np.testing.assert_array_equal(model.constraint_violated_, expected)
+    assert model.constraint_violated_.mean() == pytest.approx(1 - constraint_satisfaction(lab, pairs, kind))
+
+
+def test_drop_violated_refits_without_the_constraints_the_first_fit_breaks():
+    """drop_violated=True = a plain fit, then a plain fit on the constraints
+    that fit's labels satisfy; scores stay those of the first fit."""
+    X, y = _blobs(n=90, k=3, d=4, seed=15, std=0.8)
+    pairs, kind = _pairs(y, 40, np.random.default_rng(15))
+    wrong = np.arange(0, 40, 8)
+    kind[wrong] = -kind[wrong]  # five flipped constraints
+    kw = dict(n_estimators=60, filter_repeats=50, cannot_link_policy="separate", random_state=3)
+    plain = COPRF(3, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    dropped = plain.constraint_violated_
+    assert set(np.flatnonzero(dropped)) >= set(wrong)  # the first fit breaks every flipped one
+    calls = []
+    model = COPRF(3, drop_violated=True, callback=lambda s, f: calls.append(s), **kw).fit(
+        X, pairs=pairs, pair_kind=kind)
+    second = COPRF(3, **kw).fit(X, pairs=pairs[~dropped], pair_kind=kind[~dropped])
+    np.testing.assert_array_equal(model.constraint_violated_, dropped)
+    np.testing.assert_array_equal(model.labels_, second.labels_)
+    np.testing.assert_array_equal(model.affinity_matrix_, second.affinity_matrix_)
+    np.testing.assert_array_equal(model.constraint_scores_, plain.constraint_scores_)
+    assert len(model.pairs_) == int((~dropped).sum())
+    assert model.diagnostics_["n_dropped_violated"] == int(dropped.sum())
+    assert model.diagnostics_["first_fit_constraint_satisfaction"] == pytest.approx(1 - dropped.mean())
+    assert adjusted_rand_score(y, model.labels_) == 1.0
+    assert "first fit: forest" in calls and calls[-1] == "done"
+
+
 # ---------------------------------------------------------------- robustness
 def test_contradictory_constraints_are_recorded_not_fatal():
     X, y = _blobs(n=40, seed=9)
@@ -378,6 +416,7 @@ def test_callback_progress_and_cancellation():
         dict(max_features=0),
         dict(n_neighbors=0),
         dict(store_affinity="sparse"),
+        dict(drop_violated="yes"),
         dict(n_clusters=1),
     ],
 )

@@ -46,6 +46,20 @@ def test_cop_rf_scores_each_constraint_in_client_order(live, blobs):
     scores = res["extras"]["constraint_scores"]
     assert len(scores["must_link"]) == 1 and len(scores["cannot_link"]) == 2
     assert res["metrics"]["ari"] > 0.9
+    # the clustering breaks the wrong cannot-link, and says so in the client's order
+    assert res["extras"]["constraint_violated"] == {"must_link": [False], "cannot_link": [False, True]}
+
+
+def test_cop_rf_drop_violated_refits_without_the_broken_constraint(live, blobs):
+    did, X, y = blobs
+    wrong_ml = [[0, int(np.flatnonzero(y != y[0])[0])]]
+    cl = [[0, int(np.flatnonzero(y != y[0])[1])]]
+    job = wait_done(live, submit(live, dataset_id=did, method="cop_rf", n_clusters=3,
+                                 params={"n_estimators": 60, "filter_repeats": 50, "drop_violated": True},
+                                 constraints={"must_link": wrong_ml, "cannot_link": cl}).json()["id"])
+    res = _result(live, job)
+    assert res["extras"]["constraint_violated"] == {"must_link": [True], "cannot_link": [False]}
+    assert res["metrics"]["ari"] > 0.9
 
 
 def test_dcrc_fits_triplets_and_predicts_new_rows(live, blobs):
