@@ -333,7 +333,9 @@ class COPRF(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     def fit(self, X, y=None, *, pairs=None, pair_kind=None, pair_weight=None):
-        """Grow the forest, build the kNN graph and cluster it.
+        """Grow the forest, build the kNN graph and cluster it (all twice with
+        ``drop_violated=True``, the second time without the constraints the
+        first labels violate).
 
         Parameters
         ----------

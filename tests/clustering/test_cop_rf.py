@@ -294,7 +294,6 @@ def test_planted_wrong_constraint_scores_below_correct_ones():
     assert np.all(model.constraint_coverage_ > 0)
 
 
-
 def test_violated_constraints_are_the_ones_the_labels_break():
     X, y = _blobs(n=60, k=3, d=3, seed=14, std=2.0)
     pairs, kind = _pairs(y, 30, np.random.default_rng(14))

@@ -59,6 +59,7 @@ def test_cop_rf_drop_violated_refits_without_the_broken_constraint(live, blobs):
                                  constraints={"must_link": wrong_ml, "cannot_link": cl}).json()["id"])
     res = _result(live, job)
     assert res["extras"]["constraint_violated"] == {"must_link": [True], "cannot_link": [False]}
+    assert res["diagnostics"]["n_dropped_violated"] == 1 and res["diagnostics"]["n_constraints_used"] == 1
     assert res["metrics"]["ari"] > 0.9
 
 
