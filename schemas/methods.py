@@ -79,7 +79,7 @@ class COPRFParams(_Params):
             "labels that satisfy more of the constraints (n <= 3000; much better on ionosphere)")
     drop_violated = fields.Boolean(load_default=False, metadata={
         "description": "fit twice, the second time without the constraints the first clustering violates (listed "
-                       "in the result's constraint_violated); helps against wrong constraints when the first "
+                       "in the result's extras.dropped_constraints); helps against wrong constraints when the first "
                        "clustering is good (iris 15% wrong: AUC 3.43 against 3.32), hurts when it is not (wdbc, "
                        "segment); twice the time"})
     filter_constraints = fields.Boolean(load_default=True,

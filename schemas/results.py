@@ -11,6 +11,11 @@ class ConflictSchema(Schema):
     must_link_chain_item_ids = fields.List(fields.String())
 
 
+class ConstraintPositionsSchema(Schema):
+    must_link = fields.List(fields.Integer(), metadata={"description": "indices into the job's must_link list"})
+    cannot_link = fields.List(fields.Integer(), metadata={"description": "indices into the job's cannot_link list"})
+
+
 class MetricsSchema(Schema):
     ari = fields.Float()
     nmi = fields.Float()
@@ -30,9 +35,14 @@ class ResultSchema(Schema):
     cluster_sizes = fields.List(fields.Integer())
     constraint_satisfaction = fields.Float(allow_none=True,
                                            metadata={"description": "fraction of given pairwise constraints honoured"})
+    violated_constraints = fields.Nested(
+        ConstraintPositionsSchema, allow_none=True,
+        metadata={"description": "the given pairwise constraints the labels violate (a must-link across two "
+                                 "clusters, a cannot-link inside one); null without pairwise constraints"})
     conflicts = fields.List(fields.Nested(ConflictSchema))
     n_conflicts = fields.Integer()
     metrics = fields.Nested(MetricsSchema, allow_none=True)
     timings = fields.Dict(keys=fields.String(), values=fields.Float())
     diagnostics = fields.Dict()
-    extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta)"})
+    extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta, "
+                                             "dropped_constraints)"})

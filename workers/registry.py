@@ -57,13 +57,41 @@ def _split_by_kind(attr):
         values = getattr(estimator, attr, None)
         if values is None:
             return None
-        values = np.asarray(values)
-        if values.dtype != bool:
-            values = values.astype(float)
+        values = np.asarray(values, dtype=float)
         n_ml = len((constraints or {}).get("must_link") or [])
         return {"must_link": values[:n_ml].tolist(), "cannot_link": values[n_ml:].tolist()}
 
     return extract
+
+
+def positions_by_kind(mask, constraints):
+    """Positions of the True entries of ``mask`` in the client's lists.
+
+    Parameters
+    ----------
+    mask : ndarray of shape (n_must_link + n_cannot_link,), bool
+        One flag per constraint in :func:`pairwise_arrays` order (must-links
+        first).
+    constraints : dict or None
+        The job's constraints (``must_link`` / ``cannot_link`` lists).
+
+    Returns
+    -------
+    dict
+        ``{"must_link": [i, ...], "cannot_link": [j, ...]}``: indices into
+        the client's ``must_link`` and ``cannot_link`` lists.
+    """
+    n_ml = len((constraints or {}).get("must_link") or [])
+    idx = np.flatnonzero(mask)
+    return {"must_link": idx[idx < n_ml].tolist(), "cannot_link": (idx[idx >= n_ml] - n_ml).tolist()}
+
+
+def _dropped_constraints(estimator, constraints):
+    """COP-RF with ``drop_violated``: the constraints its first fit violated
+    and its second fit left out (None without the option)."""
+    if not getattr(estimator, "drop_violated", False):
+        return None
+    return positions_by_kind(estimator.constraint_violated_, constraints)
 
 
 def _probabilities(estimator, constraints):
@@ -86,7 +114,7 @@ METHODS = {
         "constraint_scores": _split_by_kind("constraint_scores_"),
         "constraint_selection_rate": _split_by_kind("constraint_selection_rate_"),
         "constraint_coverage": _split_by_kind("constraint_coverage_"),
-        "constraint_violated": _split_by_kind("constraint_violated_"),
+        "dropped_constraints": _dropped_constraints,
     }),
     "ccskl": MethodSpec("clustering._ccskl:CCSKL", ("pairwise",), "kernel_matrix_", {
         "beta": "beta_", "eigenvalues": "eigenvalues_", "objective": "objective_",

@@ -129,6 +129,10 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
     constraints = spec.get("constraints") or {}
     pairs, kind, _ = registry.pairwise_arrays(constraints)
     sat = constraint_satisfaction(labels, pairs, kind)
+    violated = None
+    if len(pairs):
+        same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+        violated = registry.positions_by_kind(same != (kind > 0), constraints)
     conflicts = spec.get("conflicts") or []
     if item_ids is not None:
         for c in conflicts:
@@ -143,6 +147,7 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
         "n_clusters": int(getattr(estimator, "n_clusters_", len(np.unique(labels)))),
         "cluster_sizes": np.bincount(labels).tolist(),
         "constraint_satisfaction": sat,
+        "violated_constraints": violated,
         "conflicts": conflicts,
         "n_conflicts": job.get("n_conflicts", len(conflicts)),
         "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None,
@@ -240,7 +245,8 @@ def run_predict(store, job):
         result = {"job_id": job_id, "method": job["method"], "parent_job_id": job["parent_job_id"],
                   "labels": labels.tolist(), "item_ids": data[2], "n_clusters": int(proba.shape[1]),
                   "cluster_sizes": np.bincount(labels, minlength=proba.shape[1]).tolist(),
-                  "constraint_satisfaction": None, "conflicts": [], "n_conflicts": 0, "metrics": None,
+                  "constraint_satisfaction": None, "violated_constraints": None, "conflicts": [],
+                  "n_conflicts": 0, "metrics": None,
                   "timings": {"fit_seconds": time.perf_counter() - t0,
                               "queued_seconds": job["started_ts"] - job["created_ts"]},
                   "diagnostics": {}, "extras": {"probabilities": np.round(proba, 6).tolist()}}

@@ -39,7 +39,8 @@ def _constraints(y, n, seed):
 @pytest.mark.parametrize("method", ["spectral_learning", "e2cp", "cop_kmeans"])
 def test_submit_poll_and_fetch_result(live, blobs, method):
     did, X, y = blobs
-    r = submit(live, dataset_id=did, method=method, n_clusters=3, constraints=_constraints(y, 30, 0))
+    constraints = _constraints(y, 30, 0)
+    r = submit(live, dataset_id=did, method=method, n_clusters=3, constraints=constraints)
     job = wait_done(live, r.json()["id"])
     assert job["state"] == "SUCCEEDED", job
     assert job["progress"]["fraction"] == 1.0 and job["attempts"] == 1
@@ -47,6 +48,12 @@ def test_submit_poll_and_fetch_result(live, blobs, method):
     assert len(res["labels"]) == len(y) and res["item_ids"][5] == "p5"
     assert res["metrics"]["ari"] > 0.9
     assert res["constraint_satisfaction"] > 0.9
+    lab = res["labels"]
+    assert res["violated_constraints"] == {
+        "must_link": [k for k, (i, j) in enumerate(constraints["must_link"]) if lab[i] != lab[j]],
+        "cannot_link": [k for k, (i, j) in enumerate(constraints["cannot_link"]) if lab[i] == lab[j]]}
+    n_violated = sum(map(len, res["violated_constraints"].values()))
+    assert res["constraint_satisfaction"] == pytest.approx(1 - n_violated / 30)
     assert set(res["metrics"]) == {"ari", "nmi", "f_measure", "v_measure", "jaccard"}
     assert res["timings"]["fit_seconds"] > 0
 

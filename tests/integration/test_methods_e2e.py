@@ -46,8 +46,9 @@ def test_cop_rf_scores_each_constraint_in_client_order(live, blobs):
     scores = res["extras"]["constraint_scores"]
     assert len(scores["must_link"]) == 1 and len(scores["cannot_link"]) == 2
     assert res["metrics"]["ari"] > 0.9
-    # the clustering breaks the wrong cannot-link, and says so in the client's order
-    assert res["extras"]["constraint_violated"] == {"must_link": [False], "cannot_link": [False, True]}
+    # the clustering breaks the wrong cannot-link, and says so by its index in the client's list
+    assert res["violated_constraints"] == {"must_link": [], "cannot_link": [1]}
+    assert res["extras"]["dropped_constraints"] is None
 
 
 def test_cop_rf_drop_violated_refits_without_the_broken_constraint(live, blobs):
@@ -58,7 +59,7 @@ def test_cop_rf_drop_violated_refits_without_the_broken_constraint(live, blobs):
                                  params={"n_estimators": 60, "filter_repeats": 50, "drop_violated": True},
                                  constraints={"must_link": wrong_ml, "cannot_link": cl}).json()["id"])
     res = _result(live, job)
-    assert res["extras"]["constraint_violated"] == {"must_link": [True], "cannot_link": [False]}
+    assert res["extras"]["dropped_constraints"] == {"must_link": [0], "cannot_link": []}
     assert res["diagnostics"]["n_dropped_violated"] == 1 and res["diagnostics"]["n_constraints_used"] == 1
     assert res["metrics"]["ari"] > 0.9
 
