@@ -23,7 +23,7 @@ from threadpoolctl import threadpool_limits
 
 from . import _cop_rf_kernels as _k
 from ._constraints import PairwiseConstraints, check_pairwise
-from ._metrics import constraint_satisfaction
+from ._metrics import constraint_satisfaction, violated_constraints
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
@@ -384,14 +384,14 @@ class COPRF(ClusterMixin, BaseEstimator):
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
         if not self.drop_violated:
             self._fit_once(X, pc, K, select, self.callback)
-            self.constraint_violated_ = _violated(self.labels_, pc)
+            self.constraint_violated_ = violated_constraints(self.labels_, pc.pairs, pc.kind)
             return self
 
         # [extension] fit twice: the second forest never sees the constraints
         # that the first fit's labels violate (drop_violated)
         cb = self.callback
         self._fit_once(X, pc, K, select, None if cb is None else (lambda stage, f: cb(f"first fit: {stage}", f)))
-        violated = _violated(self.labels_, pc)
+        violated = violated_constraints(self.labels_, pc.pairs, pc.kind)
         first = {name: getattr(self, name) for name in _PER_CONSTRAINT}
         first_diag = self.diagnostics_
         keep = ~violated
@@ -626,13 +626,6 @@ class COPRF(ClusterMixin, BaseEstimator):
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def _violated(labels, pc):
-    """(m,) bool: which of the caller's constraints ``labels`` violate (a
-    must-link across two clusters, a cannot-link inside one)."""
-    same = labels[pc.pairs[:, 0]] == labels[pc.pairs[:, 1]]
-    return same != (pc.kind > 0)
 
 
 def _seed_sequence(random_state):

@@ -61,6 +61,28 @@ def clustering_scores(labels_true, labels_pred):
     }
 
 
+def violated_constraints(labels, pairs, kind):
+    """Which pairwise constraints a labelling violates.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+    pairs : array-like of shape (m, 2), int
+        Row indices into ``labels``.
+    kind : array-like of shape (m,)
+        +1 must-link (violated when the labels differ), -1 cannot-link
+        (violated when they are equal).
+
+    Returns
+    -------
+    violated : ndarray of shape (m,), bool
+    """
+    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+    labels = np.asarray(labels)
+    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
+    return same != (np.asarray(kind).reshape(-1) > 0)
+
+
 def constraint_satisfaction(labels, pairs, kind):
     """Fraction of pairwise constraints a labelling satisfies.
 
@@ -75,10 +97,7 @@ def constraint_satisfaction(labels, pairs, kind):
     -------
     rate : float in [0, 1], or None when there are no constraints.
     """
-    pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
-    if pairs.shape[0] == 0:
+    violated = violated_constraints(labels, pairs, kind)
+    if violated.size == 0:
         return None
-    labels = np.asarray(labels)
-    same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
-    ok = np.where(np.asarray(kind) > 0, same, ~same)
-    return float(ok.mean())
+    return float(1.0 - violated.mean())

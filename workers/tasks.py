@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 from celery.exceptions import SoftTimeLimitExceeded
 
-from clustering._metrics import clustering_scores, constraint_satisfaction
+from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
 from . import registry
@@ -131,8 +131,7 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
     sat = constraint_satisfaction(labels, pairs, kind)
     violated = None
     if len(pairs):
-        same = labels[pairs[:, 0]] == labels[pairs[:, 1]]
-        violated = registry.positions_by_kind(same != (kind > 0), constraints)
+        violated = registry.positions_by_kind(violated_constraints(labels, pairs, kind), constraints)
     conflicts = spec.get("conflicts") or []
     if item_ids is not None:
         for c in conflicts:

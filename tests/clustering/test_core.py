@@ -26,7 +26,7 @@ from clustering._graph import (
     normalized_adjacency,
     self_tuning_knn_graph,
 )
-from clustering._metrics import clustering_scores, constraint_satisfaction, pairwise_f_measure
+from clustering._metrics import clustering_scores, constraint_satisfaction, pairwise_f_measure, violated_constraints
 from clustering._spectral import (
     additive_embedding,
     eigengap_n_clusters,
@@ -362,3 +362,7 @@ def test_metrics():
     assert pairwise_f_measure(y, np.arange(6)) == 0.0
     assert constraint_satisfaction(y, [[0, 1], [0, 2], [2, 3], [4, 0]], [1, 1, -1, -1]) == 0.5
     assert constraint_satisfaction(y, np.empty((0, 2)), []) is None
+    # must-link (0, 2) crosses clusters, cannot-link (2, 3) sits inside one
+    np.testing.assert_array_equal(
+        violated_constraints(y, [[0, 1], [0, 2], [2, 3], [4, 0]], [1, 1, -1, -1]), [False, True, True, False])
+    assert violated_constraints(y, np.empty((0, 2)), []).shape == (0,)
