@@ -38,6 +38,7 @@ from clustering._urasc import URASC
 DATASETS = ["iris", "wine", "ionosphere", "wdbc", "segment"]
 BUDGETS = [10, 20, 50, 100, 150, 200]
 
+
 class Setting(NamedTuple):
     """How one benchmark row runs a session.
 

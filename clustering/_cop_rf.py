@@ -206,7 +206,10 @@ class COPRF(ClusterMixin, BaseEstimator):
         ``ml_only_split_fraction``, ``conflicts``, ``n_conflicts``,
         ``conflicting_pairs``, ``unsatisfiable_cannot_links``,
         ``n_neighbors``, ``n_graph_components``, ``isolated_samples``,
-        ``degenerate_forest``, ``numba``.
+        ``degenerate_forest``, ``numba``; with ``drop_violated=True`` also
+        ``n_dropped_violated`` (int) and ``first_fit_constraint_satisfaction``
+        (float in [0, 1], or None without constraints), and the four conflict
+        entries come from the first fit (indices into the caller's pairs).
 
     Raises
     ------

@@ -76,6 +76,18 @@ def violated_constraints(labels, pairs, kind):
     Returns
     -------
     violated : ndarray of shape (m,), bool
+        True for a must-link across two clusters or a cannot-link inside one.
+
+    Raises
+    ------
+    IndexError
+        A pair index outside ``[0, n_samples)`` (callers validate pairs first,
+        e.g. :func:`clustering._constraints.check_pairwise`).
+
+    Notes
+    -----
+    The satisfaction rule of COP-KMeans (Wagstaff et al., ICML 2001, the
+    violate-constraints test of Table 1); no learning involved.
     """
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     labels = np.asarray(labels)

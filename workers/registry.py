@@ -50,6 +50,11 @@ class MethodSpec:
         return getattr(import_module(mod), cls)
 
 
+def _n_must_link(constraints):
+    """Number of must-links: they come first in :func:`pairwise_arrays` order."""
+    return len((constraints or {}).get("must_link") or [])
+
+
 def _split_by_kind(attr):
     """Per-constraint scores back in the client's order: must_link then cannot_link lists."""
 
@@ -58,7 +63,7 @@ def _split_by_kind(attr):
         if values is None:
             return None
         values = np.asarray(values, dtype=float)
-        n_ml = len((constraints or {}).get("must_link") or [])
+        n_ml = _n_must_link(constraints)
         return {"must_link": values[:n_ml].tolist(), "cannot_link": values[n_ml:].tolist()}
 
     return extract
@@ -81,7 +86,7 @@ def positions_by_kind(mask, constraints):
         ``{"must_link": [i, ...], "cannot_link": [j, ...]}``: indices into
         the client's ``must_link`` and ``cannot_link`` lists.
     """
-    n_ml = len((constraints or {}).get("must_link") or [])
+    n_ml = _n_must_link(constraints)
     idx = np.flatnonzero(mask)
     return {"must_link": idx[idx < n_ml].tolist(), "cannot_link": (idx[idx >= n_ml] - n_ml).tolist()}
 
