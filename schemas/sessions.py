@@ -140,6 +140,14 @@ class AnswersResultSchema(Schema):
     revision = fields.Integer()
 
 
+class ContradictedAnswerSchema(Schema):
+    question_id = fields.String()
+    items = fields.List(fields.Integer(), metadata={"description": "the pair's row indices"})
+    answer = fields.String(validate=validate.OneOf(["must_link", "cannot_link"]),
+                           metadata={"description": "the aggregated answer"})
+    votes = fields.List(fields.String(), metadata={"description": "every answer given to the question"})
+
+
 class ModelSchema(Schema):
     session_id = fields.String()
     observed_revision = fields.Integer()
@@ -150,4 +158,9 @@ class ModelSchema(Schema):
     n_questions_used = fields.Integer()
     must_link = fields.List(fields.List(fields.Integer()))
     cannot_link = fields.List(fields.List(fields.Integer()))
+    contradicted_answers = fields.List(
+        fields.Nested(ContradictedAnswerSchema),
+        metadata={"description": "closed questions whose aggregated answer the labels go against (a "
+                                 "must_link answer across two clusters, a cannot_link answer inside one), "
+                                 "ordered by items: candidates to re-ask or review"})
     metrics = fields.Dict(allow_none=True)

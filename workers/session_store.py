@@ -218,6 +218,11 @@ class SessionStore:
         raw = self.r.hget(self._key(sid, ":questions"), qid)
         return json.loads(raw) if raw else None
 
+    def closed_questions(self, sid):
+        """Every closed question (with its ``aggregated`` answer and ``votes``)."""
+        raw = self.r.hvals(self._key(sid, ":questions"))
+        return [q for q in map(json.loads, raw) if q["status"] == "closed"]
+
     def answers(self, sid, qid):
         return [json.loads(a) for a in self.r.lrange(self._key(sid, f":answers:{qid}"), 0, -1)]
 

@@ -9,7 +9,7 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from clustering._metrics import clustering_scores
+from clustering._metrics import clustering_scores, violated_constraints
 from clustering._urasc import URASC
 
 from .celery_app import app
@@ -80,6 +80,44 @@ def aggregate(all_answers, ready):
     return out
 
 
+def contradicted_answers(labels, closed):
+    """The aggregated answers a session's labels go against.
+
+    A "must_link" answer whose two items are in different clusters, or a
+    "cannot_link" answer whose items share one. People err and the model
+    may overrule them (under ``k_growth="verify"`` each answer is one vote
+    among several), so a client learns which questions to re-ask or review.
+    Answers :meth:`URASC.tell` refused as conflicts are included when the
+    labels go against them; the session lists them under ``conflicts`` too.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,), int
+        The model's labels.
+    closed : list of dict
+        Closed questions (:meth:`SessionStore.closed_questions`): ``items``
+        [i, j] row indices and ``aggregated`` ("must_link", "cannot_link" or
+        "dont_know"; the last never appears in the output).
+
+    Returns
+    -------
+    list of dict
+        ``{"question_id", "items": [i, j], "answer", "votes"}``, ordered by
+        items.
+
+    Notes
+    -----
+    Violation as in :func:`clustering._metrics.violated_constraints`.
+    """
+    used = sorted((q for q in closed if q["aggregated"] in ("must_link", "cannot_link")),
+                  key=lambda q: tuple(q["items"]))
+    pairs = np.array([q["items"] for q in used], dtype=np.int64).reshape(-1, 2)
+    kind = [1 if q["aggregated"] == "must_link" else -1 for q in used]
+    violated = violated_constraints(labels, pairs, kind)
+    return [{"question_id": q["question_id"], "items": [int(v) for v in q["items"]], "answer": q["aggregated"],
+             "votes": q["votes"]} for q, v in zip(used, violated) if v]
+
+
 def _load_X(store, rec):
     data = store.load_dataset(rec["dataset_id"])
     if data is None:
@@ -137,6 +175,7 @@ def update_once(store, ss, sid):
              "n_clusters": int(est.n_clusters_), "n_certain_sets": len(est.certain_sets_),
              "n_questions_used": int(est.n_questions_),
              "must_link": np.asarray(est.must_link_).tolist(), "cannot_link": np.asarray(est.cannot_link_).tolist(),
+             "contradicted_answers": contradicted_answers(labels, ss.closed_questions(sid)),
              "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
     ss.save_model(sid, model)
     if deltas:

@@ -53,6 +53,7 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, pa
     rng = np.random.default_rng(0)
     workers = {"good-1": 0.0, "good-2": 0.0, "sloppy": 0.5}  # probability of a random answer
     last_batch = None
+    votes = {}  # question_id -> (items, the client's answers)
     rounds = 0
     while session["budget_remaining"] > 0 and rounds < 30:
         rounds += 1
@@ -67,6 +68,7 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, pa
                 ans = rng.choice(["must_link", "cannot_link"]) if rng.random() < p_random else truth
                 batch.append({"question_id": q["question_id"], "answer": str(ans), "worker_id": w,
                               "assignment_id": f"{w}-{q['question_id']}"})
+                votes.setdefault(q["question_id"], ((i, j), []))[1].append(str(ans))
         if not batch:
             break
         res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30).json()
@@ -87,6 +89,18 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, pa
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     assert model["observed_revision"] == session["revision"]
     ari = adjusted_rand_score(y, model["labels"])
+    labels = np.asarray(model["labels"])
+
+    def goes_against(items, answer):
+        return (labels[items[0]] == labels[items[1]]) != (answer == "must_link")
+
+    listed = {c["question_id"] for c in model["contradicted_answers"]}
+    for c in model["contradicted_answers"]:
+        assert tuple(c["items"]) == votes[c["question_id"]][0]
+        assert sorted(c["votes"]) == sorted(votes[c["question_id"]][1]) and c["answer"] in c["votes"]
+        assert goes_against(c["items"], c["answer"]), c
+    unanimous = {qid: (items, a[0]) for qid, (items, a) in votes.items() if len(a) == 3 and len(set(a)) == 1}
+    assert {qid for qid, (items, a) in unanimous.items() if goes_against(items, a)} <= listed
     if n_clusters is None:
         assert model["n_clusters"] == 3, model["n_clusters"]  # found from the answers
     job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,
