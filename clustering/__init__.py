@@ -8,6 +8,7 @@ relative constraints as ``triplets`` (t, 3) and ``triplet_answer`` (t,) in
 {+1 yes, -1 no, 0 don't know}.
 """
 
+from ._active_dcrc import ActiveDCRC
 from ._ccskl import CCSKL
 from ._cop_rf import COPRF
 from ._dcrc import DCRC
@@ -17,6 +18,7 @@ from .baselines import E2CP, COPKMeans, SpectralClustering, SpectralLearning
 from .exceptions import ConstraintWarning, InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
+    "ActiveDCRC",
     "CCSKL",
     "COPKMeans",
     "COPRF",

@@ -12,6 +12,8 @@ from sklearn.metrics import (
 )
 from sklearn.metrics.cluster import pair_confusion_matrix
 
+from ._dcrc import _ideal_answer
+
 __all__ = ["clustering_scores", "constraint_satisfaction", "pairwise_f_measure", "pairwise_jaccard"]
 
 
@@ -113,3 +115,39 @@ def constraint_satisfaction(labels, pairs, kind):
     if violated.size == 0:
         return None
     return float(1.0 - violated.mean())
+
+
+def violated_triplet_answers(labels, triplets, answers):
+    """Which answered triplets a labelling contradicts.
+
+    Parameters
+    ----------
+    labels : ndarray of shape (n_samples,)
+    triplets : array-like of shape (t, 3), int
+        Rows (a, b, c): "is a closer to b than to c?"; row indices into
+        ``labels``.
+    answers : array-like of shape (t,)
+        +1 yes, -1 no, 0 don't know.
+
+    Returns
+    -------
+    violated : ndarray of shape (t,), bool
+        True for a "yes" or "no" that differs from the answer the labels
+        imply; "don't know" answers are never violated.
+
+    Raises
+    ------
+    IndexError
+        An index outside ``[0, n_samples)`` (callers validate first).
+
+    Notes
+    -----
+    The implied answer is DCRC's ideal answer (Pei et al., Eq. DC-1): yes
+    when a and b share a cluster that c is not in, no when a and c do, don't
+    know otherwise.
+    """
+    t = np.asarray(triplets, dtype=np.int64).reshape(-1, 3)
+    g = np.asarray(labels)
+    answers = np.asarray(answers).reshape(-1)
+    implied = _ideal_answer(g[t[:, 0]], g[t[:, 1]], g[t[:, 2]])
+    return (answers != 0) & (implied != answers)

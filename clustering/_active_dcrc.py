@@ -1,0 +1,337 @@
+"""Active relative-constraint clustering: DCRC with triplet question selection.
+
+DCRC (``shared/specs/dcrc.md``; Pei, Fern, Tjahja & Rosales, "Discriminative
+Clustering with Relative Constraints") learns a clustering from answered
+triplets "is a closer to b than to c?" (yes / no / don't know) but says
+nothing about which triplets to ask. This module adds the asking, for
+sessions with people and crowds, in the ask/tell shape of :class:`URASC`
+(``suggest_queries`` then ``tell`` then ``update``; state as plain JSON).
+
+The question strategy is ours (no paper specifies one):
+
+* ``"uncertainty"``: the samples whose cluster the fitted model is least sure
+  of (entropy of ``P(y | x)``, DC-6) are asked against one confident member
+  of each of their two most probable clusters, in random order; a "yes" or
+  "no" then says which of the two the sample joins. Within one batch no sample
+  is asked about when it is among the ``diversity_neighbors`` nearest
+  neighbours of a sample already asked about.
+* ``"random"``: uniformly random distinct triples (the protocol of the DCRC
+  paper's experiments, where about a third of the answers are "don't know").
+"""
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.neighbors import NearestNeighbors
+
+from ._dcrc import DCRC
+from ._params import Interval, Options, validate_params
+from .exceptions import InvalidInputError
+from .validation import check_data, check_n_clusters, check_triplets
+
+STATE_VERSION = 1
+
+
+def _key(a, b, c):
+    """Triplet identity: "a closer to b than to c" is "a closer to c than to b" negated."""
+    return int(a), min(int(b), int(c)), max(int(b), int(c))
+
+
+class ActiveDCRC(ClusterMixin, BaseEstimator):
+    """DCRC driven by suggested triplet questions (ask/tell).
+
+    Parameters
+    ----------
+    n_clusters : int >= 2, default=2
+        Number of clusters K (required: DCRC does not grow K).
+    strategy : {"uncertainty", "random"}, default="uncertainty"
+        How :meth:`suggest_queries` picks triplets (see the module docstring).
+    budget : int >= 1 or None, default=None
+        Maximum number of answers recorded (``None``: unlimited).
+    epsilon : float in [0, 2/3], default=0.1
+        DCRC's answer-noise rate (crowd answers: 0.1-0.2).
+    n_init : int >= 1, default=4
+        DCRC's EM starts per fit.
+    diversity_neighbors : int >= 0, default=5
+        Batch diversity: a sample among this many nearest neighbours (in the
+        standardised feature space) of a sample already in the batch is not
+        asked about in the same batch. 0 switches it off.
+    random_state : int or None, default=None
+        Seeds DCRC's k-means start and the question choice.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,), int64
+        Clustering after the answers so far.
+    proba_ : ndarray of shape (n_samples, n_clusters), float64
+        DCRC's P(y = k | x) (Eq. DC-6); rows sum to 1.
+    n_clusters_ : int
+    triplets_ : ndarray of shape (q, 3), int64
+        Answered triplets (a, b, c) in the order told.
+    triplet_answer_ : ndarray of shape (q,), int8
+        +1 yes, -1 no, 0 don't know.
+    n_questions_ : int
+        Answers recorded (don't know included), against ``budget``.
+    model_ : DCRC
+        The last fit.
+
+    Raises
+    ------
+    InvalidInputError
+        Invalid parameters, data, answers or state (``fit``, ``tell``,
+        ``from_state``).
+
+    Notes
+    -----
+    Each :meth:`update` refits DCRC from its k-means start with every answer
+    (Pei et al., EM of §3 with the mean-field E-step); an incremental refit
+    would depend on the order of the answers.
+    """
+
+    _parameter_constraints = {
+        "n_clusters": [Interval(numbers.Integral, 2, None)],
+        "strategy": [Options("uncertainty", "random")],
+        "budget": [None, Interval(numbers.Integral, 1, None)],
+        "epsilon": [Interval(numbers.Real, 0, 2.0 / 3.0, closed="both")],
+        "n_init": [Interval(numbers.Integral, 1, None)],
+        "diversity_neighbors": [Interval(numbers.Integral, 0, None)],
+        "random_state": [None, numbers.Integral],
+    }
+
+    def __init__(self, n_clusters=2, *, strategy="uncertainty", budget=None, epsilon=0.1, n_init=4,
+                 diversity_neighbors=5, random_state=None):
+        self.n_clusters = n_clusters
+        self.strategy = strategy
+        self.budget = budget
+        self.epsilon = epsilon
+        self.n_init = n_init
+        self.diversity_neighbors = diversity_neighbors
+        self.random_state = random_state
+
+    # ------------------------------------------------------------------ set-up
+    def fit(self, X, y=None):
+        """Start a session: fit DCRC without answers.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite values; DCRC standardises them.
+        y : ignored
+
+        Returns
+        -------
+        self : ActiveDCRC
+
+        Raises
+        ------
+        InvalidInputError
+            Invalid parameters or data, or ``n_clusters`` >= n_samples.
+        """
+        self._initialize(X, [], [])
+        self._refit()
+        return self
+
+    def _initialize(self, X, triplets, answers):
+        validate_params(self, self._parameter_constraints)
+        self._X = check_data(X, min_samples=3)
+        check_n_clusters(self.n_clusters, self._X.shape[0])
+        self._tri = [tuple(int(v) for v in t) for t in triplets]
+        self._ans = [int(a) for a in answers]
+        self._asked = {_key(*t) for t in self._tri}
+        self._stale = True
+        self._neighbors = None
+        self._publish_answers()
+
+    def _refit(self):
+        tri = np.asarray(self._tri, dtype=np.int64).reshape(-1, 3)
+        self.model_ = DCRC(n_clusters=self.n_clusters, epsilon=self.epsilon, n_init=self.n_init,
+                           random_state=self.random_state).fit(self._X, triplets=tri,
+                                                               triplet_answer=np.asarray(self._ans, dtype=np.int8))
+        self.labels_ = np.asarray(self.model_.labels_, dtype=np.int64)
+        self.proba_ = self.model_.proba_
+        self.n_clusters_ = int(self.n_clusters)
+        self._stale = False
+
+    def _publish_answers(self):
+        self.triplets_ = np.asarray(self._tri, dtype=np.int64).reshape(-1, 3)
+        self.triplet_answer_ = np.asarray(self._ans, dtype=np.int8)
+        self.n_questions_ = len(self._ans)
+
+    def _check_initialized(self):
+        if not hasattr(self, "_X"):
+            raise InvalidInputError("ActiveDCRC: call fit(X) or from_state(X, state) first", field="state")
+
+    def _rng(self):
+        # a function of the seed and the answers so far: the same suggestions
+        # after a state round trip, new ones after every answer
+        return np.random.default_rng([0 if self.random_state is None else int(self.random_state), len(self._ans)])
+
+    # ------------------------------------------------------------------ ask
+    def suggest_queries(self, n_queries=1):
+        """The next triplets to ask, best first.
+
+        Parameters
+        ----------
+        n_queries : int >= 1
+            Batch size; fewer come back when the budget or the unasked
+            triplets run out.
+
+        Returns
+        -------
+        list of dict
+            ``{"items": (a, b, c), "sample": a, "score": float}``: "is a closer
+            to b than to c?". ``score`` is the entropy of ``proba_[a]`` in
+            nats (``"random"``: NaN). Never a triplet already answered, in
+            either order of b and c.
+
+        Raises
+        ------
+        InvalidInputError
+            ``n_queries`` < 1, or no model yet.
+        """
+        self._check_initialized()
+        if isinstance(n_queries, bool) or not isinstance(n_queries, numbers.Integral) or n_queries < 1:
+            raise InvalidInputError(f"n_queries == {n_queries!r}, must be an integer >= 1", field="n_queries")
+        self.update()
+        room = n_queries if self.budget is None else min(n_queries, self.budget - self.n_questions_)
+        if room <= 0:
+            return []
+        rng = self._rng()
+        if self.strategy == "random":
+            return self._random_queries(room, rng)
+        return self._uncertain_queries(room, rng)
+
+    def _random_queries(self, n, rng):
+        N = self._X.shape[0]
+        out, seen = [], set(self._asked)
+        for _ in range(50 * n):
+            if len(out) >= n:
+                break
+            a, b, c = (int(v) for v in rng.choice(N, 3, replace=False))
+            if _key(a, b, c) not in seen:
+                seen.add(_key(a, b, c))
+                out.append({"items": (a, b, c), "sample": a, "score": float("nan")})
+        return out
+
+    def _diversity_neighbors(self):
+        if self._neighbors is None:
+            k = min(self.diversity_neighbors, self._X.shape[0] - 1)
+            Z = (self._X - self._X.mean(0)) / np.where(self._X.std(0) > 0, self._X.std(0), 1.0)
+            self._neighbors = NearestNeighbors(n_neighbors=k + 1).fit(Z).kneighbors(
+                Z, return_distance=False)[:, 1:] if k > 0 else np.empty((len(Z), 0), dtype=np.int64)
+        return self._neighbors
+
+    def _uncertain_queries(self, n, rng):
+        P = self.proba_
+        entropy = -(P * np.log(np.clip(P, 1e-300, 1.0))).sum(axis=1)
+        confidence = P.max(axis=1)
+        members = {}
+        for k in range(P.shape[1]):
+            idx = np.flatnonzero(self.labels_ == k)
+            if idx.size:
+                members[k] = idx[confidence[idx] >= np.median(confidence[idx])]
+        if len(members) < 2:  # the model sees one cluster: nothing to compare against
+            return self._random_queries(n, rng)
+        neighbors = self._diversity_neighbors()
+        blocked, out = np.zeros(len(P), dtype=bool), []
+        for a in np.lexsort((rng.random(len(P)), -entropy)):
+            if len(out) >= n:
+                break
+            if blocked[a]:
+                continue
+            k1, k2 = [k for k in np.argsort(-P[a], kind="stable") if k in members][:2]
+            anchors = []
+            for k in (k1, k2):
+                cand = members[k][members[k] != a]
+                anchors.append(int(rng.choice(cand)) if cand.size else None)
+            if None in anchors:
+                continue
+            b, c = anchors if rng.random() < 0.5 else anchors[::-1]
+            if _key(a, b, c) in self._asked:
+                continue
+            out.append({"items": (int(a), b, c), "sample": int(a), "score": float(entropy[a])})
+            blocked[a] = True
+            blocked[neighbors[a]] = True
+        return out
+
+    # ------------------------------------------------------------------ tell
+    def tell(self, answers):
+        """Record answers.
+
+        Parameters
+        ----------
+        answers : iterable of (a, b, c, answer)
+            answer "yes" / +1 (a is closer to b), "no" / -1 (closer to c),
+            "dont_know" / 0 / None.
+
+        Returns
+        -------
+        outcomes : list of str
+            Per answer: "accepted", "duplicate" (the triplet, in either
+            order of b and c, was answered before) or "over_budget".
+
+        Raises
+        ------
+        InvalidInputError
+            Malformed item (not four values), index out of range, repeated
+            index in a triplet, unknown answer; nothing is recorded then.
+        """
+        self._check_initialized()
+        items = list(answers)
+        for pos, item in enumerate(items):
+            if not isinstance(item, (tuple, list)) or len(item) != 4:
+                raise InvalidInputError(f"answers[{pos}] must be (a, b, c, answer)", field="answers",
+                                        index=(pos,))
+        tri, codes = check_triplets([list(t[:3]) for t in items], self._X.shape[0],
+                                    [0 if t[3] is None else t[3] for t in items], name="answers")
+        outcomes = []
+        for (a, b, c), code in zip(tri.tolist(), codes.tolist()):
+            if _key(a, b, c) in self._asked:
+                outcomes.append("duplicate")
+            elif self.budget is not None and len(self._ans) >= self.budget:
+                outcomes.append("over_budget")
+            else:
+                self._asked.add(_key(a, b, c))
+                self._tri.append((a, b, c))
+                self._ans.append(code)
+                self._stale = True
+                outcomes.append("accepted")
+        self._publish_answers()
+        return outcomes
+
+    def update(self):
+        """Refit DCRC with every answer so far if any arrived; returns ``self``."""
+        self._check_initialized()
+        if self._stale:
+            self._refit()
+        return self
+
+    # ------------------------------------------------------------------ state
+    def get_state(self):
+        """The session as JSON-serialisable plain data (no arrays, no pickle)."""
+        self._check_initialized()
+        return {"version": STATE_VERSION, "params": self.get_params(deep=False),
+                "n_samples": int(self._X.shape[0]),
+                "triplets": [list(t) for t in self._tri], "answers": list(self._ans)}
+
+    @classmethod
+    def from_state(cls, X, state):
+        """Rebuild a session from :meth:`get_state` and the same ``X``.
+
+        DCRC is refitted by the next :meth:`update` or :meth:`suggest_queries`
+        (``labels_`` and ``proba_`` exist only after it).
+
+        Raises
+        ------
+        InvalidInputError
+            Unknown state version, or ``X`` with a different number of rows.
+        """
+        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+            raise InvalidInputError("state: unknown or missing version", field="state")
+        est = cls(**state["params"])
+        est._initialize(X, state["triplets"], state["answers"])
+        if est._X.shape[0] != state["n_samples"]:
+            raise InvalidInputError(f"state was saved for {state['n_samples']} rows, X has {est._X.shape[0]}",
+                                    field="X")
+        return est

@@ -1,0 +1,107 @@
+"""ActiveDCRC: triplet questions for people, DCRC re-clustering (ask/tell)."""
+
+import json
+
+import numpy as np
+import pytest
+from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
+
+from clustering import ActiveDCRC, InvalidInputError
+from clustering._metrics import violated_triplet_answers
+
+
+def _answer(y, a, b, c):
+    if y[a] == y[b] != y[c]:
+        return "yes"
+    if y[a] == y[c] != y[b]:
+        return "no"
+    return "dont_know"
+
+
+def _blobs(n=90, k=3, seed=0, std=2.5):
+    return make_blobs(n_samples=n, centers=k, cluster_std=std, random_state=seed)
+
+
+def _drive(est, y, rounds, batch=10):
+    for _ in range(rounds):
+        qs = est.suggest_queries(batch)
+        if not qs:
+            break
+        assert est.tell([(*q["items"], _answer(y, *q["items"])) for q in qs]) == ["accepted"] * len(qs)
+    return est.update()
+
+
+def test_uncertainty_asks_the_least_certain_samples_against_two_likely_clusters():
+    X, y = _blobs()
+    est = ActiveDCRC(3, random_state=0, diversity_neighbors=0).fit(X)
+    qs = est.suggest_queries(10)
+    P = est.proba_
+    entropy = -(P * np.log(P)).sum(1)
+    samples = [q["sample"] for q in qs]
+    assert len(set(samples)) == 10 and [q["items"][0] for q in qs] == samples
+    # the ten samples asked about are the ten least certain ones (ties aside), best first
+    assert np.isclose(sorted(entropy[samples])[0], np.sort(entropy)[-10])
+    assert [q["score"] for q in qs] == sorted((q["score"] for q in qs), reverse=True)
+    for q in qs:
+        a, b, c = q["items"]
+        top2 = set(np.argsort(-P[a])[:2])
+        assert {est.labels_[b], est.labels_[c]} == top2  # one anchor from each of a's two likeliest clusters
+
+
+def test_diversity_keeps_neighbours_out_of_one_batch():
+    X, y = _blobs()
+    est = ActiveDCRC(3, random_state=0, diversity_neighbors=5).fit(X)
+    samples = [q["sample"] for q in est.suggest_queries(10)]
+    nn = est._diversity_neighbors()
+    for i, s in enumerate(samples):
+        assert not set(nn[s]) & set(samples[i + 1:]), "a later sample sits among an earlier one's neighbours"
+
+
+def test_answers_improve_the_clustering_and_are_never_asked_twice():
+    X, y = _blobs(std=2.0, seed=3)  # unconstrained DCRC: ARI .42
+    for strategy in ("uncertainty", "random"):
+        est = ActiveDCRC(3, strategy=strategy, budget=60, random_state=1).fit(X)
+        before = adjusted_rand_score(y, est.labels_)
+        _drive(est, y, 10)
+        assert est.n_questions_ == 60 and est.suggest_queries(5) == []
+        keys = {(a, min(b, c), max(b, c)) for a, b, c in est.triplets_.tolist()}
+        assert len(keys) == 60
+        assert adjusted_rand_score(y, est.labels_) > max(before + 0.3, 0.9)
+        # the model agrees with (nearly) all of the correct answers it was given
+        assert violated_triplet_answers(est.labels_, est.triplets_, est.triplet_answer_).mean() < 0.05
+
+
+def test_tell_outcomes_and_validation():
+    X, y = _blobs(30)
+    est = ActiveDCRC(3, budget=2, random_state=0).fit(X)
+    assert est.tell([(0, 1, 2, "yes"), (0, 2, 1, "no")]) == ["accepted", "duplicate"]  # same question
+    assert est.tell([(3, 4, 5, None), (6, 7, 8, -1)]) == ["accepted", "over_budget"]
+    assert est.triplet_answer_.tolist() == [1, 0]
+    with pytest.raises(InvalidInputError, match="repeats"):
+        est.tell([(1, 1, 2, "yes")])
+    with pytest.raises(InvalidInputError, match="out of range"):
+        est.tell([(1, 2, 30, "yes")])
+    with pytest.raises(InvalidInputError, match="yes/no/dont_know"):
+        est.tell([(1, 2, 3, "maybe")])
+    with pytest.raises(InvalidInputError, match=r"answers\[0\]"):
+        est.tell([(1, 2, 3)])
+    with pytest.raises(InvalidInputError, match="n_queries"):
+        est.suggest_queries(0)
+    with pytest.raises(InvalidInputError):
+        ActiveDCRC(3, strategy="greedy").fit(X)
+    with pytest.raises(InvalidInputError, match="fit"):
+        ActiveDCRC(3).suggest_queries(1)
+
+
+def test_state_round_trip_gives_the_same_model_and_questions():
+    X, y = _blobs(60, seed=5)
+    est = _drive(ActiveDCRC(3, random_state=2).fit(X), y, 2)
+    clone = ActiveDCRC.from_state(X, json.loads(json.dumps(est.get_state())))
+    assert clone.suggest_queries(5) == est.suggest_queries(5)
+    np.testing.assert_array_equal(clone.labels_, est.labels_)
+    np.testing.assert_array_equal(clone.triplets_, est.triplets_)
+    with pytest.raises(InvalidInputError, match="rows"):
+        ActiveDCRC.from_state(X[:50], est.get_state())
+    with pytest.raises(InvalidInputError, match="version"):
+        ActiveDCRC.from_state(X, {"version": 0})
