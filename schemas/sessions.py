@@ -35,6 +35,21 @@ class URASCParamsSchema(Schema):
     n_init = StrictInteger(load_default=10, validate=validate.Range(min=1, max=100))
 
 
+class TripletParamsSchema(Schema):
+    """Parameters of triplet sessions (names = ``clustering.ActiveDCRC`` parameters)."""
+
+    class Meta:
+        unknown = RAISE
+
+    epsilon = FiniteFloat(load_default=0.1, validate=validate.Range(min=0, max=2 / 3),
+                          metadata={"description": "DCRC's answer-noise rate (crowds: 0.1-0.2)"})
+    n_init = StrictInteger(load_default=4, validate=validate.Range(min=1, max=20),
+                           metadata={"description": "DCRC's EM starts per re-clustering"})
+    diversity_neighbors = StrictInteger(load_default=5, validate=validate.Range(min=0, max=100),
+                                        metadata={"description": "no two samples asked about in one batch are "
+                                                                 "this close (nearest neighbours)"})
+
+
 class SessionCreateSchema(Schema):
     """``POST /v1/sessions`` body."""
 
@@ -42,12 +57,18 @@ class SessionCreateSchema(Schema):
         unknown = RAISE
 
     dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))
-    strategy = one_of("urasc", ["urasc", "random"], "urasc: uncertainty reduction; random: random pairs (baseline)")
+    strategy = fields.String(
+        load_default=None, validate=validate.OneOf(["urasc", "uncertainty", "random"]),
+        metadata={"description": "pairwise: urasc (uncertainty reduction, the default) or random pairs (baseline); "
+                                 "triplet: uncertainty (DCRC's least certain samples against two likely "
+                                 "clusters, the default) or random triples (baseline)"})
     n_clusters = StrictInteger(load_default=None, allow_none=True,
                                metadata={"description": "K if known; null = unknown (grows as answers arrive)"})
     budget = StrictInteger(load_default=100, validate=validate.Range(min=1, max=100000),
                            metadata={"description": "maximum number of questions closed with an answer"})
-    question_type = one_of("pairwise", ["pairwise", "triplet"])
+    question_type = one_of("pairwise", ["pairwise", "triplet"],
+                           "pairwise: 'same cluster?' (URASC); triplet: 'is a closer to b than to c?' (DCRC, "
+                           "n_clusters required)")
     answers_per_question = StrictInteger(load_default=1, validate=validate.Range(min=1, max=15),
                                          metadata={"description": "answers collected before a question closes"})
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
@@ -142,8 +163,8 @@ class AnswersResultSchema(Schema):
 
 class ContradictedAnswerSchema(Schema):
     question_id = fields.String()
-    items = fields.List(fields.Integer(), metadata={"description": "the pair's row indices"})
-    answer = fields.String(validate=validate.OneOf(["must_link", "cannot_link"]),
+    items = fields.List(fields.Integer(), metadata={"description": "the question's row indices"})
+    answer = fields.String(validate=validate.OneOf(["must_link", "cannot_link", "yes", "no"]),
                            metadata={"description": "the aggregated answer"})
     votes = fields.List(fields.String(), metadata={"description": "every answer given to the question"})
 
@@ -154,10 +175,15 @@ class ModelSchema(Schema):
     labels = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
     n_clusters = fields.Integer()
-    n_certain_sets = fields.Integer()
+    n_certain_sets = fields.Integer(metadata={"description": "pairwise (URASC) sessions"})
     n_questions_used = fields.Integer()
-    must_link = fields.List(fields.List(fields.Integer()))
-    cannot_link = fields.List(fields.List(fields.Integer()))
+    must_link = fields.List(fields.List(fields.Integer()),
+                            metadata={"description": "pairwise sessions: must-links derived from the answers"})
+    cannot_link = fields.List(fields.List(fields.Integer()),
+                              metadata={"description": "pairwise sessions: cannot-links derived from the answers"})
+    triplets = fields.List(fields.List(fields.Raw()),
+                           metadata={"description": "triplet sessions: [a, b, c, answer] per answered question, "
+                                                    "answer yes | no | dont_know (aggregated)"})
     contradicted_answers = fields.List(
         fields.Nested(ContradictedAnswerSchema),
         metadata={"description": "closed questions whose aggregated answer the labels go against (a "

@@ -18,6 +18,7 @@ from schemas.sessions import (
     QuestionsSchema,
     SessionCreateSchema,
     SessionSchema,
+    TripletParamsSchema,
     URASCParamsSchema,
 )
 from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
@@ -68,22 +69,29 @@ def create_session(body):
     store = get_store()
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
     n = meta["n_samples"]
-    if body["question_type"] == "triplet":
-        raise ApiError(422, "unsupported_question_type",
-                       f"strategy {body['strategy']!r} asks pairwise questions; triplet sessions are not offered yet",
-                       errors={"/question_type": ["only 'pairwise' is supported by urasc and random"]})
+    triplet = body["question_type"] == "triplet"
+    strategies = ("uncertainty", "random") if triplet else ("urasc", "random")
+    strategy = body["strategy"] or strategies[0]
+    if strategy not in strategies:
+        raise ApiError(422, "unsupported_strategy",
+                       f"{body['question_type']} sessions take strategy {' or '.join(strategies)}",
+                       errors={"/strategy": [f"must be one of {', '.join(strategies)} with question_type "
+                                             f"{body['question_type']!r}"]})
+    if triplet and body["n_clusters"] is None:
+        raise ApiError(422, "invalid_n_clusters", "triplet sessions need n_clusters (DCRC does not grow K)",
+                       errors={"/n_clusters": ["required with question_type 'triplet'"]})
     try:
         k = check_n_clusters(body["n_clusters"], n, allow_none=True)
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
     try:
-        params = URASCParamsSchema().load(body["params"])
+        params = (TripletParamsSchema if triplet else URASCParamsSchema)().load(body["params"])
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", "invalid session parameters",
                        errors=pointer_messages(exc.messages, "/params")) from exc
     params.update(scale=body["scale"], pool_size=body["pool_size"])
     ss = SessionStore(store)
-    rec = ss.create(dataset_id=meta["id"], strategy=body["strategy"], n_clusters=k, budget=body["budget"],
+    rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
                     params=params, random_state=body["random_state"])
     submit_session_update(ss, rec["id"])

@@ -32,3 +32,12 @@ def test_session_params_are_urasc_params_with_same_defaults():
     est = URASC().get_params(deep=False)
     for name, field in URASCParamsSchema().fields.items():
         assert name in est and field.load_default == est[name], name
+
+
+def test_triplet_session_params_are_active_dcrc_params_with_same_defaults():
+    from clustering import ActiveDCRC
+    from schemas.sessions import TripletParamsSchema
+
+    est = ActiveDCRC().get_params(deep=False)
+    for name, field in TripletParamsSchema().fields.items():
+        assert name in est and field.load_default == est[name], name

@@ -9,7 +9,8 @@ from collections import Counter, defaultdict
 
 import numpy as np
 
-from clustering._metrics import clustering_scores, violated_constraints
+from clustering._active_dcrc import ActiveDCRC
+from clustering._metrics import clustering_scores, violated_constraints, violated_triplet_answers
 from clustering._urasc import URASC
 
 from .celery_app import app
@@ -20,11 +21,17 @@ from .tasks import _label_codes, get_store, zscore
 log = logging.getLogger(__name__)
 
 TO_BOOL = {"must_link": True, "cannot_link": False, "dont_know": None}
+TRIPLET_CODES = {"yes": 1, "no": -1, "dont_know": 0}
 
 
 def question_id(i, j):
     i, j = sorted((int(i), int(j)))
     return f"q_{i}_{j}"
+
+
+def triplet_question_id(a, b, c):
+    """Triplets keep their order: "a closer to b than to c?" (b and c are shown in this order)."""
+    return f"t_{int(a)}_{int(b)}_{int(c)}"
 
 
 def _majority(votes):
@@ -83,12 +90,14 @@ def aggregate(all_answers, ready):
 def contradicted_answers(labels, closed):
     """The aggregated answers a session's labels go against.
 
-    A "must_link" answer whose two items are in different clusters, or a
-    "cannot_link" answer whose items share one. People err and the model
-    may overrule them (under ``k_growth="verify"`` each answer is one vote
-    among several), so a client learns which questions to re-ask or review.
-    Answers :meth:`URASC.tell` refused as conflicts are included when the
-    labels go against them; the session lists them under ``conflicts`` too.
+    Pairwise: a "must_link" answer whose two items are in different
+    clusters, or a "cannot_link" answer whose items share one. Triplet: a
+    "yes" or "no" that differs from the answer the labels imply (DCRC's
+    Eq. DC-1). People err and the model may overrule them (under
+    ``k_growth="verify"`` each pairwise answer is one vote among several), so
+    a client learns which questions to re-ask or review. Answers
+    :meth:`URASC.tell` refused as conflicts are included when the labels go
+    against them; the session lists them under ``conflicts`` too.
 
     Parameters
     ----------
@@ -96,26 +105,33 @@ def contradicted_answers(labels, closed):
         The model's labels.
     closed : list of dict
         Closed questions (:meth:`SessionStore.closed_questions`): ``items``
-        [i, j] row indices and ``aggregated`` ("must_link", "cannot_link" or
-        "dont_know"; the last never appears in the output).
+        ([i, j] or [a, b, c] row indices) and ``aggregated`` (an answer word;
+        "dont_know" never appears in the output).
 
     Returns
     -------
     list of dict
-        ``{"question_id", "items": [i, j], "answer", "votes"}``, ordered by
-        items.
+        ``{"question_id", "items", "answer", "votes"}``, ordered by items.
 
     Notes
     -----
-    Violation as in :func:`clustering._metrics.violated_constraints`.
+    Violation as in :func:`clustering._metrics.violated_constraints` and
+    :func:`clustering._metrics.violated_triplet_answers`.
     """
-    used = sorted((q for q in closed if q["aggregated"] in ("must_link", "cannot_link")),
-                  key=lambda q: tuple(q["items"]))
-    pairs = np.array([q["items"] for q in used], dtype=np.int64).reshape(-1, 2)
-    kind = [1 if q["aggregated"] == "must_link" else -1 for q in used]
-    violated = violated_constraints(labels, pairs, kind)
+    closed = sorted((q for q in closed if q["aggregated"] != "dont_know"), key=lambda q: tuple(q["items"]))
+    pairs = [q for q in closed if len(q["items"]) == 2]
+    triplets = [q for q in closed if len(q["items"]) == 3]
+    violated = set()
+    if pairs:
+        kind = [1 if q["aggregated"] == "must_link" else -1 for q in pairs]
+        flags = violated_constraints(labels, [q["items"] for q in pairs], kind)
+        violated |= {q["question_id"] for q, v in zip(pairs, flags) if v}
+    if triplets:
+        flags = violated_triplet_answers(labels, [q["items"] for q in triplets],
+                                         [TRIPLET_CODES[q["aggregated"]] for q in triplets])
+        violated |= {q["question_id"] for q, v in zip(triplets, flags) if v}
     return [{"question_id": q["question_id"], "items": [int(v) for v in q["items"]], "answer": q["aggregated"],
-             "votes": q["votes"]} for q, v in zip(used, violated) if v]
+             "votes": q["votes"]} for q in closed if q["question_id"] in violated]
 
 
 def _load_X(store, rec):
@@ -128,10 +144,46 @@ def _load_X(store, rec):
     return X, labels_true
 
 
-def _estimator_params(rec):
+def _estimator(rec, X, state):
+    """The session's estimator: URASC (pairwise) or ActiveDCRC (triplet), new or from its saved state."""
+    cls = ActiveDCRC if rec["question_type"] == "triplet" else URASC
+    if state is not None:
+        return cls.from_state(X, state)
     params = {k: v for k, v in rec["params"].items() if k not in ("scale", "pool_size")}
-    return dict(n_clusters=rec["n_clusters"], budget=rec["budget"], strategy=rec["strategy"],
-                random_state=rec["random_state"], **params)
+    return cls(n_clusters=rec["n_clusters"], budget=rec["budget"], strategy=rec["strategy"],
+               random_state=rec["random_state"], **params).fit(X)
+
+
+def _told(q, answer):
+    """One aggregated answer in the shape the estimator's ``tell`` takes."""
+    if q["type"] == "triplet":
+        return (*q["items"], answer)
+    return (q["items"][0], q["items"][1], TO_BOOL[answer])
+
+
+def _pool_entry(q, question_type):
+    if question_type == "triplet":
+        items = [int(v) for v in q["items"]]
+        qid = triplet_question_id(*items)
+    else:
+        items = [int(v) for v in q["pair"]]
+        qid = question_id(*items)
+    return {"question_id": qid, "type": question_type, "items": items, "sample": q.get("sample"),
+            "score": None if q.get("score") is None or not np.isfinite(q["score"]) else float(q["score"])}
+
+
+def _model(sid, revision, est, labels, labels_true, closed):
+    model = {"session_id": sid, "observed_revision": revision, "labels": labels.tolist(),
+             "n_clusters": int(est.n_clusters_), "n_questions_used": int(est.n_questions_),
+             "contradicted_answers": contradicted_answers(labels, closed),
+             "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
+    if isinstance(est, URASC):
+        model.update(n_certain_sets=len(est.certain_sets_), must_link=np.asarray(est.must_link_).tolist(),
+                     cannot_link=np.asarray(est.cannot_link_).tolist())
+    else:
+        words = {code: word for word, code in TRIPLET_CODES.items()}
+        model["triplets"] = [[*map(int, t), words[int(a)]] for t, a in zip(est.triplets_, est.triplet_answer_)]
+    return model
 
 
 def update_once(store, ss, sid):
@@ -140,7 +192,7 @@ def update_once(store, ss, sid):
     revision = rec["revision"]
     X, labels_true = _load_X(store, rec)
     state = ss.load_state(sid)
-    est = URASC(**_estimator_params(rec)).fit(X) if state is None else URASC.from_state(X, state)
+    est = _estimator(rec, X, state)
     ready = ss.pop_ready(sid)
     deltas = Counter()
     if ready:
@@ -149,35 +201,28 @@ def update_once(store, ss, sid):
         for qid in ready:
             q = ss.question(sid, qid)
             answer, votes = agg[qid]
-            told.append((q["items"][0], q["items"][1], TO_BOOL[answer]))
+            told.append(_told(q, answer))
             ss.close_question(sid, qid, answer, votes)
             if len(set(votes)) > 1:
                 deltas["disagreements"] += 1
                 ss.add_report(sid, "disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
                                                      "aggregated": answer})
         outcomes = est.tell(told)
-        for (i, j, a), outcome, qid in zip(told, outcomes, ready):
-            if outcome == "conflict":
+        for (i, j, *rest), outcome, qid in zip(told, outcomes, ready):
+            if outcome == "conflict":  # URASC (pairwise) only: (i, j, answer)
                 deltas["conflicts"] += 1
                 ss.add_report(sid, "conflicts", {"question_id": qid, "items": [i, j],
-                                                 "answer": {True: "must_link", False: "cannot_link"}.get(a),
+                                                 "answer": {True: "must_link", False: "cannot_link"}.get(rest[0]),
                                                  "reason": "contradicts earlier answers; not used"})
         deltas["questions_closed"] += len(ready)
         est.update()
     pool_size = int(rec["params"].get("pool_size", 20))
     queries = est.suggest_queries(pool_size)
-    pool = [{"question_id": question_id(*q["pair"]), "type": "pairwise", "items": [int(v) for v in q["pair"]],
-             "sample": q.get("sample"), "score": q.get("score")} for q in queries]
+    pool = [_pool_entry(q, rec["question_type"]) for q in queries]
     ss.replace_pool(sid, pool, revision)
     ss.save_state(sid, est.get_state())
     labels = np.asarray(est.labels_, dtype=np.int64)
-    model = {"session_id": sid, "observed_revision": revision, "labels": labels.tolist(),
-             "n_clusters": int(est.n_clusters_), "n_certain_sets": len(est.certain_sets_),
-             "n_questions_used": int(est.n_questions_),
-             "must_link": np.asarray(est.must_link_).tolist(), "cannot_link": np.asarray(est.cannot_link_).tolist(),
-             "contradicted_answers": contradicted_answers(labels, ss.closed_questions(sid)),
-             "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
-    ss.save_model(sid, model)
+    ss.save_model(sid, _model(sid, revision, est, labels, labels_true, ss.closed_questions(sid)))
     if deltas:
         ss.bump_counters(sid, dict(deltas))
     done = est.n_questions_ >= rec["budget"] or not pool

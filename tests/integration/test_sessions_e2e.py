@@ -107,3 +107,58 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, pa
                                  scale="zscore").json()["id"])
     baseline = requests.get(live + job["result_url"], timeout=30).json()["metrics"]["ari"]
     assert ari > baseline, (ari, baseline, adjusted_rand_score(y, first_model["labels"]))
+
+
+def test_triplet_crowd_session_beats_unconstrained_baseline(live):
+    X, y = load("iris", zscore=False)
+    did = upload(live, X, y)
+    r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "question_type": "triplet", "n_clusters": 3,
+                                                   "budget": 40, "answers_per_question": 3, "pool_size": 10},
+                      timeout=30)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert r.json()["strategy"] == "uncertainty"
+    session = _wait_up_to_date(live, sid)
+    first = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
+    rng = np.random.default_rng(1)
+    workers = {"good-1": 0.0, "good-2": 0.0, "sloppy": 0.5}
+    votes, rounds = {}, 0
+    while session["budget_remaining"] > 0 and rounds < 20:
+        rounds += 1
+        batch = []
+        for w, p_random in workers.items():
+            qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": w},
+                               timeout=30).json()["questions"]
+            for q in qs:
+                a, b, c = q["items"]
+                assert q["type"] == "triplet" and q["answers"] == ["yes", "no", "dont_know"]
+                truth = "yes" if y[a] == y[b] != y[c] else "no" if y[a] == y[c] != y[b] else "dont_know"
+                ans = str(rng.choice(["yes", "no", "dont_know"])) if rng.random() < p_random else truth
+                batch.append({"question_id": q["question_id"], "answer": ans, "worker_id": w,
+                              "assignment_id": f"{w}-{q['question_id']}"})
+                votes.setdefault(q["question_id"], ((a, b, c), []))[1].append(ans)
+        if not batch:
+            break
+        wrong_kind = dict(batch[0], answer="must_link", assignment_id="x-pairwise")
+        res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch + [wrong_kind]},
+                            timeout=30).json()
+        assert [x["outcome"] for x in res["results"]] == ["accepted"] * len(batch) + ["rejected"], res
+        assert "yes, no, dont_know" in res["results"][-1]["reason"]
+        session = _wait_up_to_date(live, sid)
+    assert session["state"] == "COMPLETED" and session["budget_used"] == 40
+    model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
+    assert len(model["triplets"]) == 40 and "must_link" not in model
+    for a, b, c, answer in model["triplets"]:
+        assert answer in votes[f"t_{a}_{b}_{c}"][1]
+    labels = np.asarray(model["labels"])
+    for entry in model["contradicted_answers"]:
+        a, b, c = entry["items"]
+        implied = "yes" if labels[a] == labels[b] != labels[c] else "no" if labels[a] == labels[c] != labels[b] \
+            else "dont_know"
+        assert entry["answer"] in ("yes", "no") and implied != entry["answer"]
+        assert sorted(entry["votes"]) == sorted(votes[entry["question_id"]][1])
+    ari = adjusted_rand_score(y, labels)
+    assert ari > adjusted_rand_score(y, first["labels"]) + 0.1, (ari, adjusted_rand_score(y, first["labels"]))
+    job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,
+                                 scale="zscore").json()["id"])
+    assert ari > requests.get(live + job["result_url"], timeout=30).json()["metrics"]["ari"]

@@ -1,0 +1,32 @@
+"""Session creation: question type, strategy and parameters are checked before anything is stored."""
+
+import pytest
+
+PROBLEM = "application/problem+json"
+
+
+@pytest.mark.parametrize("body, pointer, fragment", [
+    ({"question_type": "triplet"}, "/n_clusters", "required with question_type 'triplet'"),
+    ({"question_type": "triplet", "n_clusters": 3, "strategy": "urasc"}, "/strategy", "uncertainty, random"),
+    ({"question_type": "pairwise", "strategy": "uncertainty"}, "/strategy", "urasc, random"),
+    ({"question_type": "triplet", "n_clusters": 3, "params": {"k_growth": "verify"}}, "/params/k_growth",
+     "Unknown"),
+    ({"question_type": "triplet", "n_clusters": 3, "params": {"epsilon": 0.9}}, "/params/epsilon", ""),
+    ({"question_type": "triplet", "n_clusters": 61}, "/n_clusters", ""),
+])
+def test_invalid_triplet_and_strategy_combinations_are_422_naming_the_field(client, blobs_dataset, body, pointer,
+                                                                             fragment):
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], **body})
+    assert r.status_code == 422 and r.content_type == PROBLEM, r.json
+    assert pointer in r.json["errors"], r.json
+    assert fragment in " ".join(r.json["errors"][pointer])
+
+
+@pytest.mark.parametrize("question_type, n_clusters, strategy", [
+    ("triplet", 3, "uncertainty"), ("pairwise", None, "urasc")])
+def test_default_strategy_follows_the_question_type(client, blobs_dataset, question_type, n_clusters, strategy):
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "question_type": question_type,
+                                          "n_clusters": n_clusters, "budget": 5})
+    assert r.status_code == 201, r.json
+    assert r.json["strategy"] == strategy and r.json["question_type"] == question_type
+    assert r.json["params"]["epsilon" if question_type == "triplet" else "k_growth"] is not None
