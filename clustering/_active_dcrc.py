@@ -126,7 +126,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
-            Invalid parameters or data, or ``n_clusters`` >= n_samples.
+            Invalid parameters or data (fewer than 3 rows, NaN, ...), or
+            ``n_clusters`` > n_samples.
         """
         self._initialize(X, [], [])
         self._refit()

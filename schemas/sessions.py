@@ -63,7 +63,8 @@ class SessionCreateSchema(Schema):
                                  "triplet: uncertainty (DCRC's least certain samples against two likely "
                                  "clusters, the default) or random triples (baseline)"})
     n_clusters = StrictInteger(load_default=None, allow_none=True,
-                               metadata={"description": "K if known; null = unknown (grows as answers arrive)"})
+                               metadata={"description": "K if known; null = unknown (grows as answers arrive; pairwise "
+                                                        "sessions only)"})
     budget = StrictInteger(load_default=100, validate=validate.Range(min=1, max=100000),
                            metadata={"description": "maximum number of questions closed with an answer"})
     question_type = one_of("pairwise", ["pairwise", "triplet"],
@@ -187,6 +188,7 @@ class ModelSchema(Schema):
     contradicted_answers = fields.List(
         fields.Nested(ContradictedAnswerSchema),
         metadata={"description": "closed questions whose aggregated answer the labels go against (a "
-                                 "must_link answer across two clusters, a cannot_link answer inside one), "
-                                 "ordered by items: candidates to re-ask or review"})
+                                 "must_link answer across two clusters, a cannot_link answer inside one, a "
+                                 "yes / no triplet answer the labels imply otherwise), ordered by items: "
+                                 "candidates to re-ask or review"})
     metrics = fields.Dict(allow_none=True)

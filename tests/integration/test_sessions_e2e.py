@@ -18,6 +18,28 @@ from .helpers import submit, upload, wait_done
 pytestmark = pytest.mark.integration
 
 
+CROWD = {"good-1": 0.0, "good-2": 0.0, "sloppy": 0.5}  # worker -> probability of a random answer
+
+
+def _crowd_batch(base, sid, rng, truth, choices, votes, check=lambda q: None):
+    """Every crowd worker leases up to 10 questions and answers them.
+
+    ``truth(items)`` is the right answer; ``votes`` collects question_id ->
+    (items, answers given). Returns the answer batch to post.
+    """
+    batch = []
+    for w, p_random in CROWD.items():
+        qs = requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": w},
+                           timeout=30).json()["questions"]
+        for q in qs:
+            check(q)
+            ans = str(rng.choice(choices)) if rng.random() < p_random else truth(q["items"])
+            batch.append({"question_id": q["question_id"], "answer": ans, "worker_id": w,
+                          "assignment_id": f"{w}-{q['question_id']}"})
+            votes.setdefault(q["question_id"], (tuple(q["items"]), []))[1].append(ans)
+    return batch
+
+
 def _wait_up_to_date(base, sid, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -51,24 +73,17 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, pa
     session = _wait_up_to_date(live, sid)
     first_model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     rng = np.random.default_rng(0)
-    workers = {"good-1": 0.0, "good-2": 0.0, "sloppy": 0.5}  # probability of a random answer
     last_batch = None
     votes = {}  # question_id -> (items, the client's answers)
     rounds = 0
+
+    def check(q):
+        assert q["item_ids"] == [f"iris-{i}" for i in q["items"]]
+
     while session["budget_remaining"] > 0 and rounds < 30:
         rounds += 1
-        batch = []
-        for w, p_random in workers.items():
-            qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": w},
-                               timeout=30).json()["questions"]
-            for q in qs:
-                i, j = q["items"]
-                assert q["item_ids"] == [f"iris-{i}", f"iris-{j}"]
-                truth = "must_link" if y[i] == y[j] else "cannot_link"
-                ans = rng.choice(["must_link", "cannot_link"]) if rng.random() < p_random else truth
-                batch.append({"question_id": q["question_id"], "answer": str(ans), "worker_id": w,
-                              "assignment_id": f"{w}-{q['question_id']}"})
-                votes.setdefault(q["question_id"], ((i, j), []))[1].append(str(ans))
+        batch = _crowd_batch(live, sid, rng, lambda it: "must_link" if y[it[0]] == y[it[1]] else "cannot_link",
+                             ["must_link", "cannot_link"], votes, check)
         if not batch:
             break
         res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30).json()
@@ -121,22 +136,19 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     session = _wait_up_to_date(live, sid)
     first = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     rng = np.random.default_rng(1)
-    workers = {"good-1": 0.0, "good-2": 0.0, "sloppy": 0.5}
     votes, rounds = {}, 0
+
+    def implied(g, items):  # DCRC's ideal answer (DC-1) under the grouping g
+        a, b, c = items
+        return "yes" if g[a] == g[b] != g[c] else "no" if g[a] == g[c] != g[b] else "dont_know"
+
+    def check(q):
+        assert q["type"] == "triplet" and q["answers"] == ["yes", "no", "dont_know"]
+
     while session["budget_remaining"] > 0 and rounds < 20:
         rounds += 1
-        batch = []
-        for w, p_random in workers.items():
-            qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": w},
-                               timeout=30).json()["questions"]
-            for q in qs:
-                a, b, c = q["items"]
-                assert q["type"] == "triplet" and q["answers"] == ["yes", "no", "dont_know"]
-                truth = "yes" if y[a] == y[b] != y[c] else "no" if y[a] == y[c] != y[b] else "dont_know"
-                ans = str(rng.choice(["yes", "no", "dont_know"])) if rng.random() < p_random else truth
-                batch.append({"question_id": q["question_id"], "answer": ans, "worker_id": w,
-                              "assignment_id": f"{w}-{q['question_id']}"})
-                votes.setdefault(q["question_id"], ((a, b, c), []))[1].append(ans)
+        batch = _crowd_batch(live, sid, rng, lambda items: implied(y, items), ["yes", "no", "dont_know"], votes,
+                             check)
         if not batch:
             break
         wrong_kind = dict(batch[0], answer="must_link", assignment_id="x-pairwise")
@@ -152,10 +164,7 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
         assert answer in votes[f"t_{a}_{b}_{c}"][1]
     labels = np.asarray(model["labels"])
     for entry in model["contradicted_answers"]:
-        a, b, c = entry["items"]
-        implied = "yes" if labels[a] == labels[b] != labels[c] else "no" if labels[a] == labels[c] != labels[b] \
-            else "dont_know"
-        assert entry["answer"] in ("yes", "no") and implied != entry["answer"]
+        assert entry["answer"] in ("yes", "no") and implied(labels, entry["items"]) != entry["answer"]
         assert sorted(entry["votes"]) == sorted(votes[entry["question_id"]][1])
     ari = adjusted_rand_score(y, labels)
     assert ari > adjusted_rand_score(y, first["labels"]) + 0.1, (ari, adjusted_rand_score(y, first["labels"]))
