@@ -105,3 +105,9 @@ def test_state_round_trip_gives_the_same_model_and_questions():
         ActiveDCRC.from_state(X[:50], est.get_state())
     with pytest.raises(InvalidInputError, match="version"):
         ActiveDCRC.from_state(X, {"version": 0})
+
+
+def test_max_iter_bounds_every_refit():
+    X, y = _blobs(60, seed=5)
+    est = _drive(ActiveDCRC(3, max_iter=2, random_state=0).fit(X), y, 1)
+    assert est.n_questions_ == 10 and est.model_.n_iter_ <= 2
