@@ -78,7 +78,9 @@ class SessionCreateSchema(Schema):
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
                               metadata={"description": "questions kept ready for parallel workers"})
     scale = one_of("zscore", ["none", "zscore"], "feature scaling before the graph (URASC spec: z-score)")
-    params = fields.Dict(keys=fields.String(), load_default=dict)
+    params = fields.Dict(keys=fields.String(), load_default=dict,
+                         metadata={"description": "strategy parameters: URASCParams (pairwise sessions) or "
+                                                  "TripletParams (triplet sessions); unknown names are a 422"})
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
 
 

@@ -63,6 +63,7 @@ def create_app(config=None):
 
     for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp):
         api.register_blueprint(bp)
+    _register_session_params(api)
     errors.register(app)
     app.before_request(_require_json)
 
@@ -72,6 +73,15 @@ def create_app(config=None):
 
     app.extensions["shoal_api"] = api
     return app
+
+
+def _register_session_params(api):
+    """Document the per-question-type ``params`` of ``POST /v1/sessions``
+    (validated in :mod:`service.sessions`, not referenced by any route)."""
+    from schemas.sessions import TripletParamsSchema, URASCParamsSchema
+
+    api.spec.components.schema("URASCParams", schema=URASCParamsSchema)
+    api.spec.components.schema("TripletParams", schema=TripletParamsSchema)
 
 
 def _require_json():

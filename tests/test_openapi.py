@@ -18,3 +18,14 @@ def test_spec_documents_every_route():
                  "/v1/jobs/{job_id}/affinity", "/v1/jobs/{job_id}/cancel", "/v1/methods",
                  "/v1/constraints/check", "/healthz", "/readyz"):
         assert f"{path}:" in spec, path
+
+
+def test_spec_documents_session_params_as_validated():
+    import yaml
+
+    from schemas.sessions import TripletParamsSchema, URASCParamsSchema
+
+    schemas = yaml.safe_load(generate())["components"]["schemas"]
+    for name, schema in (("URASCParams", URASCParamsSchema), ("TripletParams", TripletParamsSchema)):
+        assert set(schemas[name]["properties"]) == set(schema().fields), name
+        assert schemas[name]["additionalProperties"] is False
