@@ -206,26 +206,44 @@ def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters):
     K = n_clusters
     N, D = Xa.shape
     W = w_flat.reshape(K, D)
-    lp = log_softmax(Xa @ W.T, axis=1)
+    # (K, N) layout: the per-sample reductions over K run across contiguous rows
+    lp = W @ Xa.T
+    lp -= lp.max(axis=0)
     p = np.exp(lp)
-    G = np.zeros_like(p)  # dF / dz  (z = Xa W^T)
-    F = 0.0
-    if c_idx.size:
-        F += float(np.sum(q * lp[c_idx]))
-        G[c_idx] += q - p[c_idx]
+    s = p.sum(axis=0)
+    p /= s
+    lp -= np.log(s)
     Wt = W[:, :-1]
-    F -= lam * float(np.sum(Wt * Wt))
-    if u_idx.size and tau > 0:
-        lpu, pu = lp[u_idx], p[u_idx]
-        Hi = -np.einsum("ik,ik->i", pu, lpu)
-        F -= tau * float(Hi.mean())
-        G[u_idx] += (tau / u_idx.size) * pu * (lpu + Hi[:, None])
-    if balance and tau > 0:
-        phat = p.mean(axis=0)
-        lphat = np.log(np.maximum(phat, 1e-300))
-        F += tau * float(-np.sum(phat * lphat))
-        G -= (tau / N) * p * (lphat[None, :] - (p @ lphat)[:, None])
-    grad = G.T @ Xa
+    F = -lam * float(np.sum(Wt * Wt))
+    use_u = u_idx.size > 0 and tau > 0
+    use_b = balance and tau > 0
+    if use_u or use_b:
+        # dF/dz_i = p_i * (a_i (lp_i + H_i) - b (lphat - p_i . lphat)),  a_i = tau/|U| on U, b = tau/N
+        G = np.empty_like(p)
+        if use_u:
+            a = np.zeros(N)
+            a[u_idx] = tau / u_idx.size
+            np.multiply(p, lp, out=G)
+            H = -G.sum(axis=0)
+            F -= float(a @ H)
+            np.add(lp, H, out=G)
+            G *= a
+        else:
+            G.fill(0.0)
+        if use_b:
+            phat = p.mean(axis=1)
+            lphat = np.log(np.maximum(phat, 1e-300))
+            F -= tau * float(phat @ lphat)
+            b = tau / N
+            G += b * (lphat @ p)
+            G -= (b * lphat)[:, None]
+        G *= p
+    else:
+        G = np.zeros_like(p)
+    if c_idx.size:
+        F += float(np.sum(q.T * lp[:, c_idx]))
+        G[:, c_idx] += q.T - p[:, c_idx]
+    grad = G @ Xa
     grad[:, :-1] -= 2.0 * lam * Wt
     return -F, -grad.ravel()
 
