@@ -56,8 +56,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
     max_iter : int >= 1, default=100
         DCRC's EM iterations per fit. Each answer batch refits, so this
         bounds a session pass: on 20000 rows and 26 clusters EM runs all 100
-        (90-130 s per refit on one core). 30 halves that (43-65 s on letter,
-        2 s instead of 4 s per pass on segment) and costs little ARI on the
+        (23-66 s per refit on one core). 30 takes 10-26 s there (segment:
+        0.9 s per pass instead of 1.9 s) and costs little ARI on the
         benchmark sets (``bench/README.md``, Active triplets).
     diversity_neighbors : int >= 0, default=5
         Batch diversity: a sample among this many nearest neighbours (in the
