@@ -112,6 +112,11 @@ class SessionSchema(Schema):
     error = fields.Dict(allow_none=True)
     created_at = fields.String()
     updated_at = fields.String()
+    pass_started_at = fields.String(allow_none=True, metadata={
+        "description": "when the running re-clustering pass started (UTC, ISO 8601); null when none runs"})
+    last_pass_seconds = FiniteFloat(allow_none=True, metadata={
+        "description": "wall time of the last finished pass (re-cluster and refill the pool), seconds; "
+                       "a client can wait about this long for the next model"})
     model_url = fields.String()
 
 

@@ -43,6 +43,12 @@ def session_or_404(ss, sid):
     return rec
 
 
+def _pending_reason(rec):
+    if rec.get("pass_started_at"):
+        return f"re-clustering with the latest answers is running (started {rec['pass_started_at']})"
+    return "re-clustering with the latest answers is queued"
+
+
 def session_view(ss, rec):
     sid = rec["id"]
     up_to_date = rec["observed_revision"] == rec["revision"]
@@ -50,7 +56,7 @@ def session_view(ss, rec):
     view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
     view["conditions"] = [
         {"type": "ModelUpToDate", "status": str(up_to_date), "observed_revision": rec["observed_revision"],
-         "reason": None if up_to_date else "re-clustering with the latest answers is pending"},
+         "reason": None if up_to_date else _pending_reason(rec)},
         {"type": "BudgetExhausted", "status": str(rec["budget_used"] >= rec["budget"]),
          "observed_revision": rec["observed_revision"], "reason": None},
     ]

@@ -87,6 +87,7 @@ class SessionStore:
             "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,
                          "questions_closed": 0, "disagreements": 0, "conflicts": 0},
             "budget_used": 0, "created_at": utcnow_iso(now), "updated_at": utcnow_iso(now),
+            "pass_started_at": None, "last_pass_seconds": None,
         }
         self.r.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
         self._touch(sid)

@@ -5,6 +5,7 @@ bursts of answers into one running and one pending pass).
 """
 
 import logging
+import time
 from collections import Counter, defaultdict
 
 import numpy as np
@@ -15,7 +16,7 @@ from clustering._urasc import URASC
 
 from .celery_app import app
 from .session_store import SessionStore
-from .store import problem
+from .store import problem, utcnow_iso
 from .tasks import _label_codes, get_store, zscore
 
 log = logging.getLogger(__name__)
@@ -188,7 +189,9 @@ def _model(sid, revision, est, labels, labels_true, closed):
 
 def update_once(store, ss, sid):
     """One pass: tell aggregated answers, re-cluster, refill the pool, save."""
+    started = time.time()
     rec = ss.get(sid)
+    ss.update(sid, pass_started_at=utcnow_iso(started))
     revision = rec["revision"]
     X, labels_true = _load_X(store, rec)
     state = ss.load_state(sid)
@@ -227,7 +230,8 @@ def update_once(store, ss, sid):
         ss.bump_counters(sid, dict(deltas))
     done = est.n_questions_ >= rec["budget"] or not pool
     ss.update(sid, observed_revision=revision, budget_used=int(est.n_questions_),
-              state="COMPLETED" if done else "ACTIVE", error=None)
+              state="COMPLETED" if done else "ACTIVE", error=None,
+              pass_started_at=None, last_pass_seconds=round(time.time() - started, 3))
 
 
 @app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -243,8 +247,9 @@ def session_update(self, sid):
             update_once(store, ss, sid)
         except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
             log.exception("session %s update failed", sid)
-            ss.update(sid, state="FAILED", error=problem("session_update_failed", "Re-clustering failed", 500,
-                                                         f"{type(exc).__name__}: {exc}"))
+            ss.update(sid, state="FAILED", pass_started_at=None,
+                      error=problem("session_update_failed", "Re-clustering failed", 500,
+                                    f"{type(exc).__name__}: {exc}"))
         if ss.take_pending(sid):
             continue
         ss.finish_update(sid)

@@ -71,6 +71,7 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, pa
     sid = r.json()["id"]
     assert r.headers["Location"] == f"/v1/sessions/{sid}"
     session = _wait_up_to_date(live, sid)
+    assert session["pass_started_at"] is None and session["last_pass_seconds"] > 0
     first_model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     rng = np.random.default_rng(0)
     last_batch = None

@@ -30,3 +30,20 @@ def test_default_strategy_follows_the_question_type(client, blobs_dataset, quest
     assert r.status_code == 201, r.json
     assert r.json["strategy"] == strategy and r.json["question_type"] == question_type
     assert r.json["params"]["epsilon" if question_type == "triplet" else "k_growth"] is not None
+
+
+def test_pending_model_reason_says_whether_a_pass_is_queued_or_running(client, store, blobs_dataset):
+    from workers.session_store import SessionStore
+
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5})
+    assert r.status_code == 201, r.json
+    sid = r.json["id"]
+    s = client.get(f"/v1/sessions/{sid}").json  # no worker consumes this store's queue
+    cond = {c["type"]: c for c in s["conditions"]}["ModelUpToDate"]
+    assert cond["status"] == "False" and cond["reason"].endswith("queued")
+    assert s["pass_started_at"] is None and s["last_pass_seconds"] is None
+    SessionStore(store).update(sid, pass_started_at="2026-11-25T10:00:00.000Z")
+    s = client.get(f"/v1/sessions/{sid}").json
+    cond = {c["type"]: c for c in s["conditions"]}["ModelUpToDate"]
+    assert cond["reason"].endswith("running (started 2026-11-25T10:00:00.000Z)")
+    assert s["pass_started_at"] == "2026-11-25T10:00:00.000Z"
