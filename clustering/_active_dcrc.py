@@ -154,9 +154,9 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     def _refit(self):
         tri = np.asarray(self._tri, dtype=np.int64).reshape(-1, 3)
-        self.model_ = DCRC(n_clusters=self.n_clusters, epsilon=self.epsilon, n_init=self.n_init,
-                           max_iter=self.max_iter, random_state=self.random_state).fit(self._X, triplets=tri,
-                                                               triplet_answer=np.asarray(self._ans, dtype=np.int8))
+        dcrc = DCRC(n_clusters=self.n_clusters, epsilon=self.epsilon, n_init=self.n_init, max_iter=self.max_iter,
+                    random_state=self.random_state)
+        self.model_ = dcrc.fit(self._X, triplets=tri, triplet_answer=np.asarray(self._ans, dtype=np.int8))
         self.labels_ = np.asarray(self.model_.labels_, dtype=np.int64)
         self.proba_ = self.model_.proba_
         self.n_clusters_ = int(self.n_clusters)
