@@ -82,6 +82,10 @@ class SessionCreateSchema(Schema):
                          metadata={"description": "strategy parameters: URASCParams (pairwise sessions) or "
                                                   "TripletParams (triplet sessions); unknown names are a 422"})
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
+    callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
+                              metadata={"description": "POSTed a signed event after every re-clustering pass "
+                                                       "(session.model_updated, session.completed, "
+                                                       "session.failed); public hosts only, as for jobs"})
 
 
 class ConditionSchema(Schema):
@@ -118,6 +122,7 @@ class SessionSchema(Schema):
         "description": "wall time of the last finished pass (re-cluster and refill the pool), seconds; "
                        "a client can wait about this long for the next model"})
     model_url = fields.String()
+    callback_url = fields.String(allow_none=True)
 
 
 class QuestionsRequestSchema(Schema):

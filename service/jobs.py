@@ -19,11 +19,11 @@ from schemas.jobs import (
 )
 from schemas.methods import METHODS
 from schemas.results import ResultSchema
-from workers.callbacks import callback_target_error
 from workers.store import decode_token, load_affinity
 from workers.submit import submit_job
 
 from . import get_store
+from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_size, dataset_or_404
 from .errors import ApiError, pointer_messages, problem_docs
@@ -89,17 +89,6 @@ def _check_method(body, n_samples):
     return params
 
 
-def _check_callback(url):
-    """422 for a callback_url naming a loopback, private or link-local host (a
-    literal address or local name; the worker resolves names before sending)."""
-    if url is None:
-        return
-    refused = callback_target_error(url, allow_private=current_app.config["SHOAL_CALLBACK_ALLOW_PRIVATE"])
-    if refused:
-        raise ApiError(422, "invalid_callback_url", f"callback_url refused: {refused}",
-                       errors={"/callback_url": [f"{refused}; callbacks go to public addresses only"]})
-
-
 @blp.route("", methods=["POST"])
 @blp.arguments(JobCreateSchema)
 @blp.response(202, JobSchema)
@@ -113,7 +102,7 @@ def create_job(body):
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
     n = meta["n_samples"]
     params = _check_method(body, n)
-    _check_callback(body.get("callback_url"))
+    check_callback_url(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
     conflicts, n_conflicts = pairwise_conflicts(checked, item_ids)

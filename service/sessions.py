@@ -25,6 +25,7 @@ from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStor
 from workers.submit import submit_session_update
 
 from . import get_store
+from .callbacks import check_callback_url
 from .datasets import dataset_or_404
 from .errors import ApiError, pointer_messages, problem_docs
 
@@ -69,12 +70,13 @@ def session_view(ss, rec):
 @blp.route("", methods=["POST"])
 @blp.arguments(SessionCreateSchema)
 @blp.response(201, SessionSchema)
-@problem_docs(blp, (404, "Unknown dataset"), (422, "Invalid session"))
+@problem_docs(blp, (404, "Unknown dataset"), (422, "Invalid session or callback_url"))
 def create_session(body):
     """Open a session on a dataset; a worker computes the first model and question pool."""
     store = get_store()
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
     n = meta["n_samples"]
+    check_callback_url(body["callback_url"])
     triplet = body["question_type"] == "triplet"
     strategies = ("uncertainty", "random") if triplet else ("urasc", "random")
     strategy = body["strategy"] or strategies[0]
@@ -99,7 +101,7 @@ def create_session(body):
     ss = SessionStore(store)
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
-                    params=params, random_state=body["random_state"])
+                    params=params, random_state=body["random_state"], callback_url=body["callback_url"])
     submit_session_update(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"])}
 

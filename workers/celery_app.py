@@ -38,6 +38,7 @@ def make_celery(settings=None):
         task_routes={
             "shoal.run_job": {"queue": s.queues["long"]},
             "shoal.deliver_webhook": {"queue": s.queues["short"]},
+            "shoal.deliver_session_webhook": {"queue": s.queues["short"]},
             "shoal.session_update": {"queue": s.queues["short"]},
         },
         broker_transport_options={

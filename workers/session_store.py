@@ -75,7 +75,7 @@ class SessionStore:
 
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
-               params, random_state):
+               params, random_state, callback_url=None):
         sid = new_id("ses")
         now = time.time()
         rec = {
@@ -87,7 +87,7 @@ class SessionStore:
             "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,
                          "questions_closed": 0, "disagreements": 0, "conflicts": 0},
             "budget_used": 0, "created_at": utcnow_iso(now), "updated_at": utcnow_iso(now),
-            "pass_started_at": None, "last_pass_seconds": None,
+            "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
         }
         self.r.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
         self._touch(sid)

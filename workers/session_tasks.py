@@ -17,7 +17,7 @@ from clustering._urasc import URASC
 from .celery_app import app
 from .session_store import SessionStore
 from .store import problem, utcnow_iso
-from .tasks import _label_codes, get_store, zscore
+from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +188,10 @@ def _model(sid, revision, est, labels, labels_true, closed):
 
 
 def update_once(store, ss, sid):
-    """One pass: tell aggregated answers, re-cluster, refill the pool, save."""
+    """One pass: tell aggregated answers, re-cluster, refill the pool, save.
+
+    Returns the session's new state and the revision the model reflects.
+    """
     started = time.time()
     rec = ss.get(sid)
     ss.update(sid, pass_started_at=utcnow_iso(started))
@@ -228,10 +231,27 @@ def update_once(store, ss, sid):
     ss.save_model(sid, _model(sid, revision, est, labels, labels_true, ss.closed_questions(sid)))
     if deltas:
         ss.bump_counters(sid, dict(deltas))
-    done = est.n_questions_ >= rec["budget"] or not pool
-    ss.update(sid, observed_revision=revision, budget_used=int(est.n_questions_),
-              state="COMPLETED" if done else "ACTIVE", error=None,
+    state = "COMPLETED" if est.n_questions_ >= rec["budget"] or not pool else "ACTIVE"
+    ss.update(sid, observed_revision=revision, budget_used=int(est.n_questions_), state=state, error=None,
               pass_started_at=None, last_pass_seconds=round(time.time() - started, 3))
+    return state, revision
+
+
+def _notify(ss, sid, state, revision):
+    """Queue the session's webhook event for a pass that ended in ``state``
+    (``revision`` None: the revision of the last good model). Never raises:
+    a lost event must not keep the session's update slot."""
+    try:
+        rec = ss.get(sid)
+        if rec is None or not rec.get("callback_url"):
+            return
+        kind = {"ACTIVE": "model_updated", "COMPLETED": "completed", "FAILED": "failed"}[state]
+        deliver_session_webhook.delay(sid, rec["callback_url"], {
+            "type": f"session.{kind}", "session_id": sid, "state": state,
+            "observed_revision": rec["observed_revision"] if revision is None else revision,
+            "model_url": f"/v1/sessions/{sid}/model"})
+    except Exception:  # noqa: BLE001
+        log.exception("session %s: webhook event not queued", sid)
 
 
 @app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
@@ -244,12 +264,14 @@ def session_update(self, sid):
             ss.finish_update(sid)
             return
         try:
-            update_once(store, ss, sid)
+            outcome = update_once(store, ss, sid)
         except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
             log.exception("session %s update failed", sid)
             ss.update(sid, state="FAILED", pass_started_at=None,
                       error=problem("session_update_failed", "Re-clustering failed", 500,
                                     f"{type(exc).__name__}: {exc}"))
+            outcome = ("FAILED", None)
+        _notify(ss, sid, *outcome)
         if ss.take_pending(sid):
             continue
         ss.finish_update(sid)

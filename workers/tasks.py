@@ -265,17 +265,31 @@ def sign_webhook(secret, msg_id, timestamp, body):
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
 def deliver_webhook(self, job_id, url):
-    """POST a thin event to the job's ``callback_url``; retried with backoff.
-
-    The host is resolved and checked at every attempt (it may resolve elsewhere
-    by now) and the POST goes to the checked address (no second lookup).
-    """
-    store = get_store()
-    job = store.get_job(job_id)
+    """POST a thin event to the job's ``callback_url``; retried with backoff."""
+    job = get_store().get_job(job_id)
     if job is None:
         return
-    body = json.dumps({"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
-                       "result_url": f"/v1/jobs/{job_id}/result"}, separators=(",", ":"))
+    _send_event(self, url, {"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
+                            "result_url": f"/v1/jobs/{job_id}/result"}, f"job {job_id}")
+
+
+@app.task(name="shoal.deliver_session_webhook", bind=True, max_retries=5, acks_late=True)
+def deliver_session_webhook(self, session_id, url, event):
+    """POST a session event (built by the pass that ended) to the session's
+    ``callback_url``; retried with backoff."""
+    _send_event(self, url, event, f"session {session_id}")
+
+
+def _send_event(task, url, event, what):
+    """Standard Webhooks POST of ``event`` (JSON) from inside ``task``.
+
+    The host is resolved and checked at every attempt (it may resolve elsewhere
+    by now) and the POST goes to the checked address (no second lookup). A
+    refused target is logged and dropped; a network error or non-2xx answer
+    retries with exponential backoff (5 s doubling, at most 600 s).
+    """
+    store = get_store()
+    body = json.dumps(event, separators=(",", ":"))
     msg_id = f"msg_{uuid.uuid4().hex}"
     ts = str(int(time.time()))
     headers = {"content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": ts}
@@ -287,7 +301,7 @@ def deliver_webhook(self, job_id, url):
         if status >= 300:
             raise RuntimeError(f"callback answered {status}")
     except CallbackRefused as exc:
-        log.warning("job %s: callback to %s not sent: %s", job_id, url, exc)
+        log.warning("%s: callback to %s not sent: %s", what, url, exc)
         return
     except Exception as exc:  # noqa: BLE001 - DNS, connection or TLS failure, or a non-2xx answer
-        raise self.retry(exc=exc, countdown=min(2 ** self.request.retries * 5, 600))
+        raise task.retry(exc=exc, countdown=min(2 ** task.request.retries * 5, 600))

@@ -30,3 +30,59 @@ def wait_done(base, job_id, timeout=90):
             return job
         time.sleep(0.1)
     raise AssertionError(f"job {job_id} not done after {timeout} s: {job}")
+
+
+class WebhookReceiver:
+    """A local HTTP server that records the webhook events POSTed to it.
+
+    ``with WebhookReceiver() as hook:`` gives ``hook.url``; ``hook.wait(pred)``
+    returns the first ``(headers, body)`` (headers lower-cased, body text) whose
+    parsed JSON body satisfies ``pred``.
+    """
+
+    def __enter__(self):
+        import threading
+        from http.server import BaseHTTPRequestHandler, HTTPServer
+
+        received = self.received = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers["content-length"])).decode()
+                received.append(({k.lower(): v for k, v in self.headers.items()}, body))
+                self.send_response(204)
+                self.end_headers()
+
+            def log_message(self, *args):
+                pass
+
+        self.server = HTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_port}/hook"
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+    def wait(self, pred, timeout=60):
+        import json
+
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for headers, body in list(self.received):
+                if pred(json.loads(body)):
+                    return headers, body
+            time.sleep(0.05)
+        raise AssertionError(f"no matching webhook event after {timeout} s: {self.received}")
+
+
+def signature_ok(headers, body, secret=b"test-secret"):
+    """Standard Webhooks check: base64 HMAC-SHA256 over ``id.timestamp.body``."""
+    import base64
+    import hashlib
+    import hmac
+
+    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body}".encode()
+    expected = base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest()).decode()
+    return headers.get("webhook-signature") == f"v1,{expected}"

@@ -1,13 +1,7 @@
 """End to end over HTTP: gunicorn -> Redis -> Celery worker -> result."""
 
-import hashlib
-import hmac
-import base64
 import io
 import json
-import threading
-import time
-from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import numpy as np
 import pytest
@@ -15,7 +9,7 @@ import requests
 import scipy.sparse as sp
 from sklearn.datasets import make_blobs
 
-from .helpers import submit, upload, wait_done
+from .helpers import WebhookReceiver, signature_ok, submit, upload, wait_done
 
 pytestmark = pytest.mark.integration
 
@@ -106,35 +100,11 @@ def test_zscore_scaling_does_not_change_the_stored_dataset(live, blobs):
     assert requests.get(f"{live}/v1/datasets/{did}", timeout=30).json()["checksum"] == before
 
 
-class _Hook(BaseHTTPRequestHandler):
-    received = []
-
-    def do_POST(self):
-        body = self.rfile.read(int(self.headers["content-length"])).decode()
-        _Hook.received.append((dict(self.headers), body))
-        self.send_response(204)
-        self.end_headers()
-
-    def log_message(self, *args):
-        pass
-
-
 def test_callback_is_signed_standard_webhook(live, blobs):
     did, X, y = blobs
-    server = HTTPServer(("127.0.0.1", 0), _Hook)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_port}/hook"
-        jid = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=url).json()["id"]
+    with WebhookReceiver() as hook:
+        jid = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=hook.url).json()["id"]
         wait_done(live, jid)
-        deadline = time.monotonic() + 30
-        while not _Hook.received and time.monotonic() < deadline:
-            time.sleep(0.1)
-        headers, body = _Hook.received[-1]
-        headers = {k.lower(): v for k, v in headers.items()}
-        assert json.loads(body)["job_id"] == jid and json.loads(body)["state"] == "SUCCEEDED"
-        signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body}".encode()
-        expected = base64.b64encode(hmac.new(b"test-secret", signed, hashlib.sha256).digest()).decode()
-        assert headers["webhook-signature"] == f"v1,{expected}"
-    finally:
-        server.shutdown()
+        headers, body = hook.wait(lambda e: e.get("job_id") == jid)
+        assert json.loads(body)["state"] == "SUCCEEDED" and json.loads(body)["type"] == "job.succeeded"
+        assert signature_ok(headers, body)

@@ -4,6 +4,7 @@ Three workers answer every question; one of them is unreliable (answers at
 random). Real gunicorn, Redis and Celery worker.
 """
 
+import json
 import time
 
 import numpy as np
@@ -13,7 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load
 
-from .helpers import submit, upload, wait_done
+from .helpers import WebhookReceiver, signature_ok, submit, upload, wait_done
 
 pytestmark = pytest.mark.integration
 
@@ -172,3 +173,26 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,
                                  scale="zscore").json()["id"])
     assert ari > requests.get(live + job["result_url"], timeout=30).json()["metrics"]["ari"]
+
+
+def test_session_callback_gets_a_signed_event_after_every_pass(live):
+    X, y = load("iris", zscore=False)
+    did = upload(live, X, y)
+    with WebhookReceiver() as hook:
+        r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 5,
+                                                       "pool_size": 5, "callback_url": hook.url}, timeout=30)
+        assert r.status_code == 201, r.text
+        sid = r.json()["id"]
+        assert r.json()["callback_url"] == hook.url
+        headers, body = hook.wait(lambda e: e["session_id"] == sid and e["observed_revision"] == 0)
+        event = json.loads(body)
+        assert event["type"] == "session.model_updated" and event["state"] == "ACTIVE", event
+        assert event["model_url"] == f"/v1/sessions/{sid}/model" and signature_ok(headers, body)
+        qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 5}, timeout=30).json()["questions"]
+        answers = [{"question_id": q["question_id"], "assignment_id": f"a-{q['question_id']}",
+                    "answer": "must_link" if y[q["items"][0]] == y[q["items"][1]] else "cannot_link"} for q in qs]
+        assert len(answers) == 5
+        requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": answers}, timeout=30).raise_for_status()
+        headers, body = hook.wait(lambda e: e["session_id"] == sid and e["type"] == "session.completed")
+        assert json.loads(body)["observed_revision"] == _wait_up_to_date(live, sid)["revision"] >= 1
+        assert signature_ok(headers, body)

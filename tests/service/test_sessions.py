@@ -47,3 +47,16 @@ def test_pending_model_reason_says_whether_a_pass_is_queued_or_running(client, s
     cond = {c["type"]: c for c in s["conditions"]}["ModelUpToDate"]
     assert cond["reason"].endswith("running (started 2026-11-25T10:00:00.000Z)")
     assert s["pass_started_at"] == "2026-11-25T10:00:00.000Z"
+
+
+def test_session_callback_to_a_private_host_is_refused_and_nothing_stored(store, blobs_dataset):
+    from service import create_app
+    from workers.session_store import SessionStore
+
+    client = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_CALLBACK_ALLOW_PRIVATE": False}).test_client()
+    before = set(store.r.scan_iter(match=SessionStore(store)._key("*")))
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "callback_url": "http://169.254.169.254/x"})
+    assert r.status_code == 422 and r.mimetype == PROBLEM and "/callback_url" in r.json["errors"], r.json
+    assert set(store.r.scan_iter(match=SessionStore(store)._key("*"))) == before
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "callback_url": "https://example.com/hook"})
+    assert r.status_code == 201 and r.json["callback_url"] == "https://example.com/hook", r.json
