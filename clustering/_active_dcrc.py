@@ -30,7 +30,7 @@ from ._params import Interval, Options, validate_params
 from .exceptions import InvalidInputError
 from .validation import check_data, check_n_clusters, check_triplets
 
-STATE_VERSION = 1
+STATE_VERSION = 2  # 2 adds the warm-start weights; 1 is still read
 
 
 def _key(a, b, c):
@@ -56,9 +56,16 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
     max_iter : int >= 1, default=100
         DCRC's EM iterations per fit. Each answer batch refits, so this
         bounds a session pass: on 20000 rows and 26 clusters EM runs all 100
-        (23-66 s per refit on one core). 30 takes 10-26 s there (segment:
-        0.9 s per pass instead of 1.9 s) and costs little ARI on the
+        (29-74 s per refit on one core). 30 takes 16-35 s there (segment:
+        1.0 s per pass instead of 1.8 s) and costs little ARI on the
         benchmark sets (``bench/README.md``, Active triplets).
+    warm_start : bool, default=True
+        Each refit after new answers also starts EM from the previous fit's
+        weights W, screened with DCRC's fresh starts (k-means and random):
+        the model moves on from where the earlier answers left it unless a
+        fresh start explains all answers better (a larger lower bound).
+        False: fresh starts only, the spec's DCRC fit on all answers.
+        (Benchmark: ``bench/README.md``, Active triplets.)
     diversity_neighbors : int >= 0, default=5
         Batch diversity: a sample among this many nearest neighbours (in the
         standardised feature space) of a sample already in the batch is not
@@ -102,18 +109,20 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         "epsilon": [Interval(numbers.Real, 0, 2.0 / 3.0, closed="both")],
         "n_init": [Interval(numbers.Integral, 1, None)],
         "max_iter": [Interval(numbers.Integral, 1, None)],
+        "warm_start": [bool],
         "diversity_neighbors": [Interval(numbers.Integral, 0, None)],
         "random_state": [None, numbers.Integral],
     }
 
     def __init__(self, n_clusters=2, *, strategy="uncertainty", budget=None, epsilon=0.1, n_init=4, max_iter=100,
-                 diversity_neighbors=5, random_state=None):
+                 warm_start=True, diversity_neighbors=5, random_state=None):
         self.n_clusters = n_clusters
         self.strategy = strategy
         self.budget = budget
         self.epsilon = epsilon
         self.n_init = n_init
         self.max_iter = max_iter
+        self.warm_start = warm_start
         self.diversity_neighbors = diversity_neighbors
         self.random_state = random_state
 
@@ -150,13 +159,21 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         self._asked = {_key(*t) for t in self._tri}
         self._stale = True
         self._neighbors = None
+        # the last fit: its number of answers, its W and the warm start it used
+        self._fit_n, self._fit_W, self._fit_start = None, None, None
         self._publish_answers()
 
     def _refit(self):
         tri = np.asarray(self._tri, dtype=np.int64).reshape(-1, 3)
+        # new answers: warm start from the last fit; the same answers (a
+        # restored state): the last fit's own start, which reproduces it
+        start = self._fit_W if self._fit_n != len(self._ans) else self._fit_start
+        extra = start[None] if self.warm_start and start is not None else None
         dcrc = DCRC(n_clusters=self.n_clusters, epsilon=self.epsilon, n_init=self.n_init, max_iter=self.max_iter,
-                    random_state=self.random_state)
+                    extra_starts=extra, random_state=self.random_state)
         self.model_ = dcrc.fit(self._X, triplets=tri, triplet_answer=np.asarray(self._ans, dtype=np.int8))
+        self._fit_n, self._fit_start = len(self._ans), start
+        self._fit_W = np.hstack([self.model_.coef_, self.model_.intercept_[:, None]])
         self.labels_ = np.asarray(self.model_.labels_, dtype=np.int64)
         self.proba_ = self.model_.proba_
         self.n_clusters_ = int(self.n_clusters)
@@ -320,9 +337,13 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
     def get_state(self):
         """The session as JSON-serialisable plain data (no arrays, no pickle)."""
         self._check_initialized()
+        def rows(W):
+            return None if W is None else W.tolist()  # floats round-trip JSON exactly
+
         return {"version": STATE_VERSION, "params": self.get_params(deep=False),
                 "n_samples": int(self._X.shape[0]),
-                "triplets": [list(t) for t in self._tri], "answers": list(self._ans)}
+                "triplets": [list(t) for t in self._tri], "answers": list(self._ans),
+                "fit": {"n_answers": self._fit_n, "W": rows(self._fit_W), "start": rows(self._fit_start)}}
 
     @classmethod
     def from_state(cls, X, state):
@@ -334,13 +355,20 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
-            Unknown state version, or ``X`` with a different number of rows.
+            Unknown state version, ``X`` with a different number of rows, or
+            saved weights of the wrong shape.
         """
-        if not isinstance(state, dict) or state.get("version") != STATE_VERSION:
+        if not isinstance(state, dict) or state.get("version") not in (1, STATE_VERSION):
             raise InvalidInputError("state: unknown or missing version", field="state")
-        est = cls(**state["params"])
+        est = cls(**{"warm_start": False, **state["params"]})  # version 1 sessions had no warm start
         est._initialize(X, state["triplets"], state["answers"])
         if est._X.shape[0] != state["n_samples"]:
             raise InvalidInputError(f"state was saved for {state['n_samples']} rows, X has {est._X.shape[0]}",
                                     field="X")
+        fit = state.get("fit") or {}
+        shape = (int(est.n_clusters), est._X.shape[1] + 1)
+        W, start = (None if fit.get(k) is None else np.asarray(fit[k], dtype=np.float64) for k in ("W", "start"))
+        if any(w is not None and (w.shape != shape or not np.all(np.isfinite(w))) for w in (W, start)):
+            raise InvalidInputError(f"state: saved weights must be finite with shape {shape}", field="state")
+        est._fit_n, est._fit_W, est._fit_start = fit.get("n_answers"), W, start
         return est

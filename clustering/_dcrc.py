@@ -383,6 +383,11 @@ class DCRC(ClusterMixin, BaseEstimator):
         runs 10 EM iterations; the one with the largest lower bound is
         continued to convergence (the objective is non-concave and bad
         optima have far lower bounds). Ignored when ``init`` is an array.
+    extra_starts : ndarray of shape (r, n_clusters, n_features + 1) or None, default=None
+        Further EM starts (W in the standardised space, last column = bias),
+        screened with the others, e.g. the previous fit's W when answers
+        were added (:class:`ActiveDCRC` warm starts this way). Restarts are
+        our choice (spec 7.7), so this leaves the model unchanged.
     labels_from : {"model", "posterior"}, default="model"
         ``labels_`` as the argmax of ``proba_`` (same rule as ``predict``) or
         of ``posterior_`` (mean-field posteriors on constrained instances).
@@ -425,8 +430,8 @@ class DCRC(ClusterMixin, BaseEstimator):
     ------
     InvalidInputError
         From ``fit``: bad parameters, non-finite X, malformed triplets
-        (out-of-range or repeated index, unknown answer), bad weights or an
-        ``init`` array of the wrong shape.
+        (out-of-range or repeated index, unknown answer), bad weights, or an
+        ``init`` or ``extra_starts`` array of the wrong shape or non-finite.
 
     Notes
     -----
@@ -483,6 +488,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         init="kmeans",
         n_init_kmeans=10,
         n_init=4,
+        extra_starts=None,
         labels_from="model",
         random_state=None,
         callback=None,
@@ -501,6 +507,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         self.init = init
         self.n_init_kmeans = n_init_kmeans
         self.n_init = n_init
+        self.extra_starts = extra_starts
         self.labels_from = labels_from
         self.random_state = random_state
         self.callback = callback
@@ -520,6 +527,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         "init": [Options("kmeans"), np.ndarray],
         "n_init_kmeans": [Interval(numbers.Integral, 1, None)],
         "n_init": [Interval(numbers.Integral, 1, None)],
+        "extra_starts": [None, np.ndarray],
         "labels_from": [Options("model", "posterior")],
         "random_state": [None, numbers.Integral, np.random.RandomState],
     }
@@ -622,6 +630,15 @@ class DCRC(ClusterMixin, BaseEstimator):
             # further starts: small random weights (nearly uniform p), so the
             # constraints rather than the k-means partition shape the start
             inits += [rng.normal(scale=_RANDOM_INIT_SCALE, size=(K, d + 1)) for _ in range(self.n_init - 1)]
+        if self.extra_starts is not None:
+            extra = np.asarray(self.extra_starts, dtype=np.float64)
+            if extra.ndim != 3 or extra.shape[1:] != (K, d + 1) or not np.all(np.isfinite(extra)):
+                raise InvalidInputError(
+                    f"DCRC: extra_starts has shape {extra.shape}, must be finite with shape "
+                    f"(r, n_clusters, n_features + 1) = (r, {K}, {d + 1})",
+                    field="extra_starts",
+                )
+            inits += [W.copy() for W in extra]
         report("init", 0.05)
 
         # 4. colouring

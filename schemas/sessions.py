@@ -48,6 +48,9 @@ class TripletParamsSchema(Schema):
     max_iter = StrictInteger(load_default=100, validate=validate.Range(min=1, max=1000),
                              metadata={"description": "DCRC's EM iterations per re-clustering; 30 is about "
                                                       "twice as fast on large data"})
+    warm_start = fields.Boolean(load_default=True, truthy={True}, falsy={False},
+                                metadata={"description": "each re-clustering also starts EM from the previous "
+                                                         "model (false: fresh starts only, the spec's fit)"})
     diversity_neighbors = StrictInteger(load_default=5, validate=validate.Range(min=0, max=100),
                                         metadata={"description": "no two samples asked about in one batch are "
                                                                  "this close (nearest neighbours)"})

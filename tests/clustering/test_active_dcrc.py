@@ -111,3 +111,21 @@ def test_max_iter_bounds_every_refit():
     X, y = _blobs(60, seed=5)
     est = _drive(ActiveDCRC(3, max_iter=2, random_state=0).fit(X), y, 1)
     assert est.n_questions_ == 10 and est.model_.n_iter_ <= 2
+
+
+def test_warm_start_adds_the_last_fit_as_a_start_after_new_answers_only():
+    X, y = _blobs(60, seed=5)
+    warm = _drive(ActiveDCRC(3, n_init=2, random_state=0).fit(X), y, 1)
+    cold = _drive(ActiveDCRC(3, n_init=2, warm_start=False, random_state=0).fit(X), y, 1)
+    assert len(warm.model_.diagnostics_["restart_lower_bounds"]) == 3
+    assert len(cold.model_.diagnostics_["restart_lower_bounds"]) == 2
+    # a version-1 state (before warm starts) still loads, as a cold session
+    old = {k: v for k, v in cold.get_state().items() if k != "fit"}
+    old["version"] = 1
+    old["params"].pop("warm_start")
+    restored = ActiveDCRC.from_state(X, old).update()
+    assert restored.warm_start is False and np.array_equal(restored.labels_, cold.labels_)
+    state = warm.get_state()
+    state["fit"]["W"] = [[0.0]]
+    with pytest.raises(InvalidInputError, match="weights"):
+        ActiveDCRC.from_state(X, state)

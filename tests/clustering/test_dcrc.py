@@ -396,3 +396,24 @@ def test_select_params_by_triplet_cross_validation(blobs):
     assert 0 <= res["accuracy"] <= 1
     with pytest.raises(InvalidInputError):
         select_dcrc_params(X, t[:1], a[:1], n_clusters=3, n_folds=2)
+
+
+def test_extra_start_from_a_fit_never_ends_below_that_fit(blobs):
+    """An extra start at a converged W is screened with the others; EM never
+    lowers the bound, so the refit ends at or above the fit it came from."""
+    X, y = blobs
+    rng = np.random.default_rng(4)
+    tri, ans = _random_triplets(y, 40, rng)
+    first = DCRC(n_clusters=3, epsilon=0.1, n_init=2, max_iter=15, random_state=1).fit(
+        X, triplets=tri, triplet_answer=ans)
+    W = np.hstack([first.coef_, first.intercept_[:, None]])
+    again = DCRC(n_clusters=3, epsilon=0.1, n_init=2, max_iter=15, extra_starts=W[None], random_state=2).fit(
+        X, triplets=tri, triplet_answer=ans)
+    assert len(again.diagnostics_["restart_lower_bounds"]) == 3
+    assert again.lower_bound_[-1] >= first.lower_bound_[-1] - 1e-6 * abs(first.lower_bound_[-1])
+    with pytest.raises(InvalidInputError) as err:
+        DCRC(n_clusters=3, extra_starts=W).fit(X, triplets=tri, triplet_answer=ans)
+    assert err.value.field == "extra_starts"
+    with pytest.raises(InvalidInputError):
+        DCRC(n_clusters=3, extra_starts=np.full((1, 3, X.shape[1] + 1), np.nan)).fit(X, triplets=tri,
+                                                                                   triplet_answer=ans)
