@@ -337,6 +337,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
     def get_state(self):
         """The session as JSON-serialisable plain data (no arrays, no pickle)."""
         self._check_initialized()
+
         def rows(W):
             return None if W is None else W.tolist()  # floats round-trip JSON exactly
 
@@ -366,9 +367,20 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
             raise InvalidInputError(f"state was saved for {state['n_samples']} rows, X has {est._X.shape[0]}",
                                     field="X")
         fit = state.get("fit") or {}
-        shape = (int(est.n_clusters), est._X.shape[1] + 1)
-        W, start = (None if fit.get(k) is None else np.asarray(fit[k], dtype=np.float64) for k in ("W", "start"))
-        if any(w is not None and (w.shape != shape or not np.all(np.isfinite(w))) for w in (W, start)):
-            raise InvalidInputError(f"state: saved weights must be finite with shape {shape}", field="state")
-        est._fit_n, est._fit_W, est._fit_start = fit.get("n_answers"), W, start
+        est._fit_n = fit.get("n_answers")
+        est._fit_W, est._fit_start = (_saved_weights(fit.get(k), (int(est.n_clusters), est._X.shape[1] + 1))
+                                      for k in ("W", "start"))
         return est
+
+
+def _saved_weights(rows, shape):
+    """A W saved by :meth:`ActiveDCRC.get_state` (None stays None)."""
+    if rows is None:
+        return None
+    try:
+        W = np.asarray(rows, dtype=np.float64)
+    except (TypeError, ValueError):
+        W = np.empty(0)
+    if W.shape != shape or not np.all(np.isfinite(W)):
+        raise InvalidInputError(f"state: saved weights must be finite with shape {shape}", field="state")
+    return W

@@ -129,3 +129,6 @@ def test_warm_start_adds_the_last_fit_as_a_start_after_new_answers_only():
     state["fit"]["W"] = [[0.0]]
     with pytest.raises(InvalidInputError, match="weights"):
         ActiveDCRC.from_state(X, state)
+    state["fit"]["W"] = [[0.0], [1.0, 2.0]]  # ragged
+    with pytest.raises(InvalidInputError, match="weights"):
+        ActiveDCRC.from_state(X, state)
