@@ -9,10 +9,13 @@ sessions with people and crowds, in the ask/tell shape of :class:`URASC`
 
 The question strategy is ours (no paper specifies one):
 
-* ``"uncertainty"``: the samples whose cluster the fitted model is least sure
-  of (entropy of ``P(y | x)``, DC-6) are asked against one confident member
-  of each of their two most probable clusters, in random order; a "yes" or
-  "no" then says which of the two the sample joins. Within one batch no sample
+* ``"uncertainty"``: each sample a is asked against one confident member of
+  each of its two most probable clusters (probabilities p1 >= p2 under
+  ``P(y | x)``, DC-6), in random order; a "yes" or "no" then says which of
+  the two a joins. Samples go first by the information such an answer
+  carries, ``(p1 + p2) * H(p1 / (p1 + p2))`` (the chance of a yes / no rather
+  than a "don't know" times the binary entropy between the two clusters; for
+  K = 2 the entropy of ``P(y | x)``). Within one batch no sample
   is asked about when it is among the ``diversity_neighbors`` nearest
   neighbours of a sample already asked about.
 * ``"random"``: uniformly random distinct triples (the protocol of the DCRC
@@ -207,8 +210,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         -------
         list of dict
             ``{"items": (a, b, c), "sample": a, "score": float}``: "is a closer
-            to b than to c?". ``score`` is the entropy of ``proba_[a]`` in
-            nats (``"random"``: NaN). Never a triplet already answered, in
+            to b than to c?". ``score`` is that information in nats (see the
+            module docstring; ``"random"``: NaN). Never a triplet already answered, in
             either order of b and c.
 
         Raises
@@ -250,7 +253,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     def _uncertain_queries(self, n, rng):
         P = self.proba_
-        entropy = -(P * np.log(np.clip(P, 1e-300, 1.0))).sum(axis=1)
+        score = _two_cluster_information(P)
         confidence = P.max(axis=1)
         members = {}
         for k in range(P.shape[1]):
@@ -261,7 +264,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
             return self._random_queries(n, rng)
         neighbors = self._diversity_neighbors()
         blocked, out = np.zeros(len(P), dtype=bool), []
-        for a in np.lexsort((rng.random(len(P)), -entropy)):
+        for a in np.lexsort((rng.random(len(P)), -score)):
             if len(out) >= n:
                 break
             if blocked[a]:
@@ -276,7 +279,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
             b, c = anchors if rng.random() < 0.5 else anchors[::-1]
             if _key(a, b, c) in self._asked:
                 continue
-            out.append({"items": (int(a), b, c), "sample": int(a), "score": float(entropy[a])})
+            out.append({"items": (int(a), b, c), "sample": int(a), "score": float(score[a])})
             blocked[a] = True
             blocked[neighbors[a]] = True
         return out
@@ -384,3 +387,13 @@ def _saved_weights(rows, shape):
     if W.shape != shape or not np.all(np.isfinite(W)):
         raise InvalidInputError(f"state: saved weights must be finite with shape {shape}", field="state")
     return W
+
+
+def _two_cluster_information(P):
+    """``(p1 + p2) * H(p1 / (p1 + p2))`` per row of ``P`` (n, K), in nats:
+    p1 >= p2 the two largest probabilities, H the binary entropy."""
+    top = -np.partition(-P, 1, axis=1)[:, :2]
+    s = top.sum(axis=1)
+    r = np.clip(top[:, 0] / np.maximum(s, 1e-300), 1e-300, 1.0)
+    q = np.clip(1.0 - r, 1e-300, 1.0)
+    return s * -(r * np.log(r) + q * np.log(q))

@@ -66,8 +66,8 @@ class SessionCreateSchema(Schema):
     strategy = fields.String(
         load_default=None, validate=validate.OneOf(["urasc", "uncertainty", "random"]),
         metadata={"description": "pairwise: urasc (uncertainty reduction, the default) or random pairs (baseline); "
-                                 "triplet: uncertainty (DCRC's least certain samples against two likely "
-                                 "clusters, the default) or random triples (baseline)"})
+                                 "triplet: uncertainty (samples DCRC finds torn between two clusters, "
+                                 "asked against both; the default) or random triples (baseline)"})
     n_clusters = StrictInteger(load_default=None, allow_none=True,
                                metadata={"description": "K if known; null = unknown (grows as answers arrive; pairwise "
                                                         "sessions only)"})

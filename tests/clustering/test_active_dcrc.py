@@ -32,16 +32,19 @@ def _drive(est, y, rounds, batch=10):
     return est.update()
 
 
-def test_uncertainty_asks_the_least_certain_samples_against_two_likely_clusters():
+def test_uncertainty_asks_the_samples_torn_between_two_clusters_against_both():
     X, y = _blobs()
     est = ActiveDCRC(3, random_state=0, diversity_neighbors=0).fit(X)
     qs = est.suggest_queries(10)
     P = est.proba_
-    entropy = -(P * np.log(P)).sum(1)
+    p1, p2 = np.sort(P, axis=1)[:, -1], np.sort(P, axis=1)[:, -2]
+    r = p1 / (p1 + p2)
+    info = (p1 + p2) * -(r * np.log(r) + (1 - r) * np.log(np.clip(1 - r, 1e-300, 1)))
     samples = [q["sample"] for q in qs]
     assert len(set(samples)) == 10 and [q["items"][0] for q in qs] == samples
-    # the ten samples asked about are the ten least certain ones (ties aside), best first
-    assert np.isclose(sorted(entropy[samples])[0], np.sort(entropy)[-10])
+    # the ten samples asked about carry the most information (ties aside), best first
+    assert np.isclose(sorted(info[samples])[0], np.sort(info)[-10])
+    np.testing.assert_allclose([q["score"] for q in qs], info[samples])
     assert [q["score"] for q in qs] == sorted((q["score"] for q in qs), reverse=True)
     for q in qs:
         a, b, c = q["items"]
