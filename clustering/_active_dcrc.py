@@ -25,10 +25,11 @@ The question strategy is ours (no paper specifies one):
 import numbers
 
 import numpy as np
+from scipy.special import entr
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.neighbors import NearestNeighbors
 
-from ._dcrc import DCRC
+from ._dcrc import DCRC, check_start_weights
 from ._params import Interval, Options, validate_params
 from .exceptions import InvalidInputError
 from .validation import check_data, check_n_clusters, check_triplets
@@ -371,29 +372,17 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
                                     field="X")
         fit = state.get("fit") or {}
         est._fit_n = fit.get("n_answers")
-        est._fit_W, est._fit_start = (_saved_weights(fit.get(k), (int(est.n_clusters), est._X.shape[1] + 1))
+        shape = (int(est.n_clusters), est._X.shape[1] + 1)
+        est._fit_W, est._fit_start = (None if fit.get(k) is None else
+                                      check_start_weights(fit[k], shape, "state", "state: saved weights")
                                       for k in ("W", "start"))
         return est
 
 
-def _saved_weights(rows, shape):
-    """A W saved by :meth:`ActiveDCRC.get_state` (None stays None)."""
-    if rows is None:
-        return None
-    try:
-        W = np.asarray(rows, dtype=np.float64)
-    except (TypeError, ValueError):
-        W = np.empty(0)
-    if W.shape != shape or not np.all(np.isfinite(W)):
-        raise InvalidInputError(f"state: saved weights must be finite with shape {shape}", field="state")
-    return W
-
-
 def _two_cluster_information(P):
     """``(p1 + p2) * H(p1 / (p1 + p2))`` per row of ``P`` (n, K), in nats:
-    p1 >= p2 the two largest probabilities, H the binary entropy."""
+    p1 >= p2 the two largest probabilities, H the binary entropy. Returns (n,)."""
     top = -np.partition(-P, 1, axis=1)[:, :2]
     s = top.sum(axis=1)
-    r = np.clip(top[:, 0] / np.maximum(s, 1e-300), 1e-300, 1.0)
-    q = np.clip(1.0 - r, 1e-300, 1.0)
-    return s * -(r * np.log(r) + q * np.log(q))
+    r = top[:, 0] / np.maximum(s, 1e-300)
+    return s * (entr(r) + entr(1.0 - r))

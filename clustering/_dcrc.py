@@ -183,6 +183,37 @@ def _e_step(q, lp_c, plan, log_gamma, hard, max_sweeps, tol):
     return max_sweeps
 
 
+def check_start_weights(W, shape, field, what):
+    """A copy of the weights ``W`` as float64, checked for ``shape`` and finiteness.
+
+    Parameters
+    ----------
+    W : array-like
+        Weights in the standardised space, last column = bias (DC-6): one
+        (n_clusters, n_features + 1) matrix or a stack of them.
+    shape : tuple of int
+        Required shape.
+    field, what : str
+        Error field and the name used in the message.
+
+    Returns
+    -------
+    W : ndarray of shape ``shape``, float64
+
+    Raises
+    ------
+    InvalidInputError
+        Ragged, wrongly shaped or non-finite ``W``.
+    """
+    try:
+        W = np.array(W, dtype=np.float64)
+    except (TypeError, ValueError):
+        W = np.empty(0)
+    if W.shape != tuple(shape) or not np.all(np.isfinite(W)):
+        raise InvalidInputError(f"{what} has shape {W.shape}, must be finite with shape {tuple(shape)}", field=field)
+    return W
+
+
 def _entropy_rows(lp):
     """Row entropies from log-probabilities (0 log 0 = 0)."""
     p = np.exp(lp)
@@ -616,14 +647,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         # 3. initial W (one per restart)
         rng = check_random_state(self.random_state)
         if isinstance(self.init, np.ndarray):
-            W0 = np.asarray(self.init, dtype=np.float64)
-            if W0.shape != (K, d + 1) or not np.all(np.isfinite(W0)):
-                raise InvalidInputError(
-                    f"DCRC: init has shape {W0.shape}, must be finite with shape "
-                    f"(n_clusters, n_features + 1) = ({K}, {d + 1})",
-                    field="init",
-                )
-            inits = [W0.copy()]
+            inits = [check_start_weights(self.init, (K, d + 1), "init", "DCRC: init")]
         else:
             with threadpool_limits(limits=1):
                 inits = [_kmeans_logistic_init(Xs, K, lam, self.n_init_kmeans, rng)]
@@ -632,13 +656,8 @@ class DCRC(ClusterMixin, BaseEstimator):
             inits += [rng.normal(scale=_RANDOM_INIT_SCALE, size=(K, d + 1)) for _ in range(self.n_init - 1)]
         if self.extra_starts is not None:
             extra = np.asarray(self.extra_starts, dtype=np.float64)
-            if extra.ndim != 3 or extra.shape[1:] != (K, d + 1) or not np.all(np.isfinite(extra)):
-                raise InvalidInputError(
-                    f"DCRC: extra_starts has shape {extra.shape}, must be finite with shape "
-                    f"(r, n_clusters, n_features + 1) = (r, {K}, {d + 1})",
-                    field="extra_starts",
-                )
-            inits += [W.copy() for W in extra]
+            shape = (extra.shape[0] if extra.ndim == 3 else -1, K, d + 1)
+            inits += list(check_start_weights(extra, shape, "extra_starts", "DCRC: extra_starts"))
         report("init", 0.05)
 
         # 4. colouring

@@ -237,19 +237,17 @@ def update_once(store, ss, sid):
     return state, revision
 
 
-def _notify(ss, sid, state, revision):
-    """Queue the session's webhook event for a pass that ended in ``state``
-    (``revision`` None: the revision of the last good model). Never raises:
-    a lost event must not keep the session's update slot."""
+def _notify(sid, url, state, revision):
+    """Queue the webhook event of a pass that ended in ``state`` with the model
+    at ``revision`` (no ``url``: nothing). Never raises: a lost event must not
+    keep the session's update slot."""
+    if not url:
+        return
+    kind = {"ACTIVE": "model_updated", "COMPLETED": "completed", "FAILED": "failed"}[state]
     try:
-        rec = ss.get(sid)
-        if rec is None or not rec.get("callback_url"):
-            return
-        kind = {"ACTIVE": "model_updated", "COMPLETED": "completed", "FAILED": "failed"}[state]
-        deliver_session_webhook.delay(sid, rec["callback_url"], {
-            "type": f"session.{kind}", "session_id": sid, "state": state,
-            "observed_revision": rec["observed_revision"] if revision is None else revision,
-            "model_url": f"/v1/sessions/{sid}/model"})
+        deliver_session_webhook.delay(sid, url, {"type": f"session.{kind}", "session_id": sid, "state": state,
+                                                 "observed_revision": revision,
+                                                 "model_url": f"/v1/sessions/{sid}/model"})
     except Exception:  # noqa: BLE001
         log.exception("session %s: webhook event not queued", sid)
 
@@ -260,7 +258,8 @@ def session_update(self, sid):
     store = get_store()
     ss = SessionStore(store)
     while True:
-        if ss.get(sid) is None:
+        rec = ss.get(sid)
+        if rec is None:
             ss.finish_update(sid)
             return
         try:
@@ -270,8 +269,8 @@ def session_update(self, sid):
             ss.update(sid, state="FAILED", pass_started_at=None,
                       error=problem("session_update_failed", "Re-clustering failed", 500,
                                     f"{type(exc).__name__}: {exc}"))
-            outcome = ("FAILED", None)
-        _notify(ss, sid, *outcome)
+            outcome = ("FAILED", rec["observed_revision"])  # the last good model's
+        _notify(sid, rec.get("callback_url"), *outcome)
         if ss.take_pending(sid):
             continue
         ss.finish_update(sid)
