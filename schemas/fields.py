@@ -128,6 +128,9 @@ class NumberOrChoice(fields.Field):
         Whether ``low`` itself is accepted.
     high : float or None, default=None
         Inclusive upper bound; None = unbounded.
+    integer : bool, default=False
+        Accept only integral numbers (``3`` or ``3.0``, not ``2.5``) and
+        load them as ``int``.
     **kwargs
         marshmallow ``Field`` options (``load_default``, ``metadata``, ...).
 
@@ -138,12 +141,13 @@ class NumberOrChoice(fields.Field):
         (booleans are not numbers); the message names both.
     """
 
-    default_error_messages = {"invalid": "Must be a finite number {range} or one of: {choices}."}
+    default_error_messages = {"invalid": "Must be a finite {number} {range} or one of: {choices}."}
 
-    def __init__(self, choices, *, low=0.0, low_inclusive=False, high=None, **kwargs):
+    def __init__(self, choices, *, low=0.0, low_inclusive=False, high=None, integer=False, **kwargs):
         super().__init__(**kwargs)
         self.choices = tuple(choices)
         self.low, self.low_inclusive, self.high = float(low), bool(low_inclusive), high
+        self.integer = bool(integer)
 
     def _range(self):
         lo = f"{'>=' if self.low_inclusive else '>'} {self.low:g}"
@@ -152,11 +156,12 @@ class NumberOrChoice(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, str) and value in self.choices:
             return value
-        if _is_number(value) and math.isfinite(value):
+        if _is_number(value) and math.isfinite(value) and (not self.integer or float(value).is_integer()):
             above = value >= self.low if self.low_inclusive else value > self.low
             if above and (self.high is None or value <= self.high):
-                return float(value)
-        raise self.make_error("invalid", range=self._range(), choices=", ".join(self.choices))
+                return int(value) if self.integer else float(value)
+        raise self.make_error("invalid", number="integer" if self.integer else "number", range=self._range(),
+                              choices=", ".join(self.choices))
 
     def _serialize(self, value, attr, obj, **kwargs):
         return value

@@ -14,7 +14,8 @@ def _param_doc(name, field):
     typ = next((v for k, v in kind.items() if isinstance(field, k)), "any")
     doc = {"name": name, "type": typ, "default": field.load_default, "nullable": field.allow_none}
     if hasattr(field, "choices"):  # NumberOrChoice: a number in a range or one of the named strings
-        doc["type"], doc["choices"] = "number or string", list(field.choices)
+        doc["type"] = "integer or string" if field.integer else "number or string"
+        doc["choices"] = list(field.choices)
         doc["minimum" if field.low_inclusive else "minimum_exclusive"] = field.low
         if field.high is not None:
             doc["maximum"] = field.high

@@ -331,6 +331,61 @@ def test_drop_violated_refits_without_the_constraints_the_first_fit_breaks():
     assert "first fit: forest" in calls and calls[-1] == "done"
 
 
+def _oblique_bars(n=120, seed=0):
+    """Two classes 3 apart along (1, 1); a spread of sd 6 along (1, -1)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % 2
+    u, v = np.array([1.0, 1.0]) / np.sqrt(2), np.array([1.0, -1.0]) / np.sqrt(2)
+    X = np.outer(3.0 * y + 0.3 * rng.standard_normal(n), u) + np.outer(6.0 * rng.standard_normal(n), v)
+    pairs = rng.choice(n, (30, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    return X, y, pairs, np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+
+
+@pytest.mark.parametrize("seed", [0, 3])
+def test_rca_features_let_axis_aligned_trees_cut_across_the_axes(seed):
+    """Classes that part along a diagonal: axis-aligned trees on the data
+    alone find no gap; with the relevant components learned from the
+    must-links they do (spec extension, clustering._rca)."""
+    X, y, pairs, kind = _oblique_bars(seed=seed)
+    kw = dict(n_estimators=60, filter_repeats=50, cannot_link_policy="separate", random_state=0)
+    plain = COPRF(2, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    model = COPRF(2, rca_components="all", keep_trees=True, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    assert adjusted_rand_score(y, plain.labels_) < 0.3
+    assert adjusted_rand_score(y, model.labels_) > 0.8
+    assert model.rca_components_.shape == (2, 2) and model.rca_mean_.shape == (2,)
+    assert plain.rca_components_ is None and plain.rca_mean_ is None
+    used = np.concatenate([t["feature"][t["feature"] >= 0] for t in model.trees_])
+    assert used.max() <= 3 and np.mean(used >= 2) > 0.3  # the trees do split on the new columns
+    one = COPRF(2, rca_components=5, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    assert one.rca_components_.shape == (2, 2)  # capped at n_features
+
+
+def test_rca_without_must_links_is_the_plain_forest():
+    X, y, pairs, kind = _oblique_bars()
+    cl = kind < 0
+    kw = dict(n_estimators=30, filter_repeats=30, random_state=1)
+    plain = COPRF(2, **kw).fit(X, pairs=pairs[cl], pair_kind=kind[cl])
+    model = COPRF(2, rca_components="all", **kw).fit(X, pairs=pairs[cl], pair_kind=kind[cl])
+    assert model.rca_components_ is None
+    np.testing.assert_array_equal(model.labels_, plain.labels_)
+    np.testing.assert_array_equal(model.affinity_matrix_, plain.affinity_matrix_)
+
+
+def test_drop_violated_learns_the_rca_features_again_from_the_kept_constraints():
+    X, y, pairs, kind = _oblique_bars(seed=3)
+    kind = kind.copy()
+    kind[:4] = -kind[:4]  # four flipped constraints
+    kw = dict(n_estimators=60, filter_repeats=50, cannot_link_policy="separate", rca_components="all",
+              random_state=2)
+    model = COPRF(2, drop_violated=True, **kw).fit(X, pairs=pairs, pair_kind=kind)
+    keep = ~model.constraint_violated_
+    assert 0 < keep.sum() < len(keep)
+    second = COPRF(2, **kw).fit(X, pairs=pairs[keep], pair_kind=kind[keep])
+    np.testing.assert_allclose(model.rca_components_, second.rca_components_)
+    np.testing.assert_array_equal(model.labels_, second.labels_)
+
+
 # ---------------------------------------------------------------- robustness
 def test_contradictory_constraints_are_recorded_not_fatal():
     X, y = _blobs(n=40, seed=9)
@@ -416,6 +471,8 @@ def test_callback_progress_and_cancellation():
         dict(n_neighbors=0),
         dict(store_affinity="sparse"),
         dict(drop_violated="yes"),
+        dict(rca_components=0),
+        dict(rca_components="some"),
         dict(n_clusters=1),
     ],
 )

@@ -47,6 +47,10 @@ def test_accepted_job_is_202_with_location_and_retry_after(client, blobs_dataset
         ({"method": "ccskl", "params": {"sigma": "widest"}}, 422, "/params/sigma"),
         ({"method": "ccskl", "params": {"restart_selection": "best"}}, 422, "/params/restart_selection"),
         ({"method": "cop_rf", "params": {"cannot_link_policy": "cover"}}, 422, "/params/cannot_link_policy"),
+        ({"method": "cop_rf", "params": {"rca_components": 0}}, 422, "/params/rca_components"),
+        ({"method": "cop_rf", "params": {"rca_components": 2.5}}, 422, "/params/rca_components"),
+        ({"method": "cop_rf", "params": {"rca_components": "most"}}, 422, "/params/rca_components"),
+        ({"method": "cop_rf", "params": {"rca_components": True}}, 422, "/params/rca_components"),
         ({"method": "spectral", "constraints": {"must_link": [[0, 1]]}}, 422, "/constraints"),
     ],
 )
@@ -121,12 +125,17 @@ def test_methods_catalogue_lists_parameters(client):
     assert alpha["default"] == 0.6 and alpha["maximum"] == 0.95
     sigma = next(p for p in methods["ccskl"]["params"] if p["name"] == "sigma")
     assert sigma["default"] == "auto" and sigma["choices"] == ["auto", "select"]
+    rca = next(p for p in methods["cop_rf"]["params"] if p["name"] == "rca_components")
+    assert rca["type"] == "integer or string" and rca["choices"] == ["all"] and rca["minimum"] == 1
+    assert rca["default"] is None and rca["nullable"] is True
 
 
 @pytest.mark.parametrize("method, params", [
     ("ccskl", {"sigma": "select", "weighting": "none"}),
     ("ccskl", {"sigma": 0.7, "restart_selection": "inertia"}),
     ("cop_rf", {"cannot_link_policy": "separate", "affinity_samples": "in_bag", "pseudo_samples": "marginal"}),
+    ("cop_rf", {"rca_components": "all", "n_neighbors": "select", "drop_violated": True}),
+    ("cop_rf", {"rca_components": 3}),
 ])
 def test_method_options_are_accepted_as_given(client, blobs_dataset, method, params):
     did, _, _ = blobs_dataset
