@@ -99,6 +99,16 @@ def _dropped_constraints(estimator, constraints):
     return positions_by_kind(estimator.constraint_violated_, constraints)
 
 
+def _rca_features(estimator, constraints):
+    """COP-RF with ``rca_components``: the learned features, so a client can
+    recompute them as ``(X - mean) @ components^T`` (None without the option,
+    without must-links, or above 250000 numbers)."""
+    comps = getattr(estimator, "rca_components_", None)
+    if comps is None or comps.size > 250_000:
+        return None
+    return {"components": comps.tolist(), "mean": estimator.rca_mean_.tolist()}
+
+
 def _probabilities(estimator, constraints):
     proba = getattr(estimator, "proba_", None)
     if proba is None or proba.size > 2_000_000:
@@ -120,6 +130,7 @@ METHODS = {
         "constraint_selection_rate": _split_by_kind("constraint_selection_rate_"),
         "constraint_coverage": _split_by_kind("constraint_coverage_"),
         "dropped_constraints": _dropped_constraints,
+        "rca_features": _rca_features,
     }),
     "ccskl": MethodSpec("clustering._ccskl:CCSKL", ("pairwise",), "kernel_matrix_", {
         "beta": "beta_", "eigenvalues": "eigenvalues_", "objective": "objective_",

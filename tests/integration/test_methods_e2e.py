@@ -49,6 +49,7 @@ def test_cop_rf_scores_each_constraint_in_client_order(live, blobs):
     # the clustering breaks the wrong cannot-link, and says so by its index in the client's list
     assert res["violated_constraints"] == {"must_link": [], "cannot_link": [1]}
     assert res["extras"]["dropped_constraints"] is None
+    assert res["extras"]["rca_features"] is None
 
 
 def test_cop_rf_drop_violated_refits_without_the_broken_constraint(live, blobs):
@@ -62,6 +63,20 @@ def test_cop_rf_drop_violated_refits_without_the_broken_constraint(live, blobs):
     assert res["extras"]["dropped_constraints"] == {"must_link": [0], "cannot_link": []}
     assert res["diagnostics"]["n_dropped_violated"] == 1 and res["diagnostics"]["n_constraints_used"] == 1
     assert res["metrics"]["ari"] > 0.9
+
+
+def test_cop_rf_returns_the_rca_features_it_learned(live, blobs):
+    did, X, y = blobs
+    same = [[int(a), int(b)] for c in range(3) for a, b in [np.flatnonzero(y == c)[:2]]]
+    job = wait_done(live, submit(live, dataset_id=did, method="cop_rf", n_clusters=3,
+                                 params={"n_estimators": 60, "filter_repeats": 50, "rca_components": 1},
+                                 constraints={"must_link": same}).json()["id"])
+    res = _result(live, job)
+    assert res["metrics"]["ari"] > 0.9
+    rca = res["extras"]["rca_features"]
+    comps, mean = np.asarray(rca["components"]), np.asarray(rca["mean"])
+    assert comps.shape == (1, 2) and np.allclose(mean, X.mean(axis=0))
+    assert np.isclose(((X - mean) @ comps.T).std(), 1.0)
 
 
 def test_dcrc_fits_triplets_and_predicts_new_rows(live, blobs):
