@@ -5,7 +5,7 @@ Usage::
 
     python -m bench.speed_cop_rf [--datasets ionosphere,segment] [--n-jobs 2]
         [--trees 1000] [--pairs 100] [--repeats 1] [--drop-violated]
-        [--out bench/results/speed_cop_rf.json]
+        [--params '{"rca_components": "all"}'] [--out bench/results/speed_cop_rf.json]
 
 Each measurement is a full ``COPRF.fit`` (forest, filter, affinity, kNN graph,
 spectral step; all of it twice with ``--drop-violated``). The first fit in a
@@ -34,7 +34,7 @@ from clustering._cop_rf import COPRF
 TARGETS = {"ionosphere": 10.0, "segment": 60.0}
 
 
-def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False):
+def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False, params=None):
     X, y = load(name)
     K = int(len(np.unique(y)))
     pairs, kind = random_pairs(y, n_pairs, np.random.default_rng(seed))
@@ -44,7 +44,8 @@ def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False):
         load_before = os.getloadavg()[0]
         t0 = time.perf_counter()
         c0 = time.process_time()
-        model = COPRF(K, n_estimators=trees, n_jobs=n_jobs, drop_violated=drop_violated, random_state=seed + r)
+        model = COPRF(K, n_estimators=trees, n_jobs=n_jobs, drop_violated=drop_violated, random_state=seed + r,
+                      **(params or {}))
         model.fit(X, pairs=pairs, pair_kind=kind)
         sec = time.perf_counter() - t0
         cpu = time.process_time() - c0
@@ -57,6 +58,7 @@ def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False):
                 "trees": trees,
                 "pairs": n_pairs,
                 "drop_violated": drop_violated,
+                "params": params or {},
                 "seconds": round(sec, 3),
                 "cpu_seconds": round(cpu, 3),
                 "target_seconds": TARGETS.get(name),
@@ -67,7 +69,7 @@ def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False):
         )
         print(
             f"{name:<11} n={X.shape[0]:<5} jobs={n_jobs} trees={trees} pairs={n_pairs} "
-            f"{'drop_violated ' if drop_violated else ''}"
+            f"{'drop_violated ' if drop_violated else ''}{json.dumps(params) + ' ' if params else ''}"
             f"fit {sec:7.2f} s (target {TARGETS.get(name)}), CPU {cpu:7.2f} s, ARI {rows[-1]['ari']:.3f} "
             f"load {load_before:.1f}->{rows[-1]['load_avg_after']:.1f}",
             flush=True,
@@ -83,12 +85,14 @@ def main(argv=None):
     p.add_argument("--pairs", type=int, default=100)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--drop-violated", action="store_true", help="time COPRF(drop_violated=True): two fits")
+    p.add_argument("--params", default="{}", help="more COPRF parameters as a JSON object")
     p.add_argument("--out", default="bench/results/speed_cop_rf.json")
     args = p.parse_args(argv)
+    params = json.loads(args.params)
     rows = []
     for name in [d for d in args.datasets.split(",") if d]:
         rows.extend(measure(name, args.n_jobs, args.trees, args.pairs, args.repeats,
-                            drop_violated=args.drop_violated))
+                            drop_violated=args.drop_violated, params=params))
     doc = {
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                     "cpu_count": os.cpu_count(),

@@ -153,8 +153,9 @@ class COPRF(ClusterMixin, BaseEstimator):
         splits can also cut along the directions where the constraints say
         the clusters part. "all" = c = n_features; an int is capped at
         n_features; None (the spec's forest) grows on the data alone, as
-        does a fit without must-links. With ``drop_violated=True`` the
-        second fit learns them again from the kept constraints. Measured
+        does a fit without must-links. ``max_features`` counts the added
+        columns (d + c). With ``drop_violated=True`` the second fit learns
+        them again from the kept constraints. Measured
         (bench/results/passive_cop_rf_rca*.json, 10 trials, AUC clean / 15%
         flipped): see bench/README "COP-RF with relevant components".
     store_affinity : {"auto", "dense", "none"}, default="auto"
