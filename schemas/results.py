@@ -45,4 +45,4 @@ class ResultSchema(Schema):
     timings = fields.Dict(keys=fields.String(), values=fields.Float())
     diagnostics = fields.Dict()
     extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta, "
-                                             "dropped_constraints)"})
+                                             "dropped_constraints, rca_features)"})
