@@ -25,6 +25,7 @@ from . import _cop_rf_kernels as _k
 from ._constraints import PairwiseConstraints, check_pairwise
 from ._metrics import constraint_satisfaction, violated_constraints
 from ._params import Interval, Options, validate_params
+from ._rca import MAX_FEATURES as RCA_MAX_FEATURES
 from ._rca import rca_components
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
@@ -393,9 +394,10 @@ class COPRF(ClusterMixin, BaseEstimator):
         ------
         InvalidInputError
             Bad parameters, data or constraints (never for contradictory
-            constraints, which are reported in ``diagnostics_``), or
+            constraints, which are reported in ``diagnostics_``),
             ``affinity_samples="in_bag"`` or ``n_neighbors="select"`` with
-            more than 3000 samples and no dense affinity.
+            more than 3000 samples and no dense affinity, or
+            ``rca_components`` with more than 2000 features.
         """
         validate_params(self, self._parameter_constraints)
         X = check_data(X)
@@ -416,6 +418,10 @@ class COPRF(ClusterMixin, BaseEstimator):
                 "store_affinity='dense'",
                 field="n_neighbors",
             )
+        if self.rca_components is not None and d > RCA_MAX_FEATURES:
+            raise InvalidInputError(
+                f"rca_components solves a dense d x d eigenproblem: at most {RCA_MAX_FEATURES} features "
+                f"(got {d}); leave it null", field="rca_components")
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
         if not self.drop_violated:
             self._fit_once(X, pc, K, select, self.callback)

@@ -8,6 +8,7 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
+from clustering._rca import MAX_FEATURES as RCA_MAX_FEATURES
 from clustering.validation import DENSE_AFFINITY_LIMIT, check_n_clusters
 from schemas.jobs import (
     AffinityArgsSchema,
@@ -60,7 +61,7 @@ def job_or_404(store, job_id):
 _DENSE_ONLY = {"cop_rf": {"affinity_samples": "in_bag", "n_neighbors": "select"}}
 
 
-def _check_method(body, n_samples):
+def _check_method(body, n_samples, n_features):
     method = body["method"]
     if method not in METHODS:
         raise ApiError(422, "unknown_method", f"unknown method {method!r}",
@@ -77,6 +78,11 @@ def _check_method(body, n_samples):
                        f"{DENSE_AFFINITY_LIMIT} rows (the dataset has {n_samples})",
                        errors={f"/params/{f}": [f"at most {DENSE_AFFINITY_LIMIT} rows with {params[f]!r}"]
                                for f in dense})
+    if params.get("rca_components") is not None and n_features > RCA_MAX_FEATURES:
+        raise ApiError(422, "dataset_too_large_for_option",
+                       f"rca_components solves a dense d x d eigenproblem: at most {RCA_MAX_FEATURES} columns (the "
+                       f"dataset has {n_features})",
+                       errors={"/params/rca_components": [f"at most {RCA_MAX_FEATURES} columns"]})
     try:
         check_n_clusters(body["n_clusters"], n_samples)
     except InvalidInputError as exc:
@@ -101,7 +107,7 @@ def create_job(body):
     store = get_store()
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
     n = meta["n_samples"]
-    params = _check_method(body, n)
+    params = _check_method(body, n, meta["n_features"])
     check_callback_url(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None

@@ -502,6 +502,24 @@ def test_constant_data_warns_instead_of_failing():
     assert np.all(model.affinity_matrix_[~np.eye(12, dtype=bool)] == 1.0)
 
 
+def test_rca_refuses_more_features_than_its_limit(monkeypatch):
+    from clustering import _cop_rf, _rca
+
+    monkeypatch.setattr(_cop_rf, "RCA_MAX_FEATURES", 3)
+    monkeypatch.setattr(_rca, "MAX_FEATURES", 3)
+    X, y = _blobs(n=30, d=4)
+    pairs = [[0, 3], [1, 4]]
+    with pytest.raises(InvalidInputError, match="at most 3 features") as err:
+        COPRF(3, n_estimators=30, filter_repeats=20, rca_components="all", random_state=0).fit(X, pairs=pairs, pair_kind=[1, 1])
+    assert err.value.field == "rca_components"
+    with pytest.raises(InvalidInputError):
+        _rca.rca_components(X, np.array(pairs), np.ones(2))
+    model = COPRF(3, n_estimators=30, filter_repeats=20, rca_components="all", random_state=0).fit(X[:, :3], pairs=pairs,
+                                                                               pair_kind=[1, 1])
+    assert model.rca_components_.shape == (3, 3)
+    assert COPRF(3, n_estimators=30, filter_repeats=20, random_state=0).fit(X, pairs=pairs, pair_kind=[1, 1]).rca_components_ is None
+
+
 @pytest.mark.parametrize("field, value", [("affinity_samples", "in_bag"), ("n_neighbors", "select")])
 def test_dense_only_options_refuse_more_rows_than_the_dense_limit(monkeypatch, field, value):
     from clustering import _cop_rf

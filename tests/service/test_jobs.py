@@ -198,3 +198,16 @@ def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, 
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert list(r.json["errors"]) == [f"/params/{field}"] and str(len(X)) in r.json["detail"]
     assert submit(client, did, method="cop_rf").status_code == 202  # the default options are fine
+
+
+def test_rca_on_a_dataset_wider_than_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    monkeypatch.setattr(service.jobs, "RCA_MAX_FEATURES", X.shape[1] - 1)
+    r = submit(client, did, method="cop_rf", params={"rca_components": "all"})
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert list(r.json["errors"]) == ["/params/rca_components"] and str(X.shape[1]) in r.json["detail"]
+    assert submit(client, did, method="cop_rf").status_code == 202
+    monkeypatch.setattr(service.jobs, "RCA_MAX_FEATURES", X.shape[1])
+    assert submit(client, did, method="cop_rf", params={"rca_components": 1}).status_code == 202
