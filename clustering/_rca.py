@@ -23,7 +23,7 @@ from .exceptions import InvalidInputError
 __all__ = ["rca_components", "DEFAULT_SHRINKAGE", "MAX_FEATURES"]
 
 DEFAULT_SHRINKAGE = 0.1
-# A dense (d, d) generalised eigenproblem: about 3 s and 100 MiB at d = 2000.
+# A dense (d, d) generalised eigenproblem: 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
 MAX_FEATURES = 2000
 
 
