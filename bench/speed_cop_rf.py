@@ -44,8 +44,8 @@ def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False, 
         load_before = os.getloadavg()[0]
         t0 = time.perf_counter()
         c0 = time.process_time()
-        model = COPRF(K, n_estimators=trees, n_jobs=n_jobs, drop_violated=drop_violated, random_state=seed + r,
-                      **(params or {}))
+        model = COPRF(K, n_estimators=trees, n_jobs=n_jobs, random_state=seed + r,
+                      **{"drop_violated": drop_violated, **(params or {})})
         model.fit(X, pairs=pairs, pair_kind=kind)
         sec = time.perf_counter() - t0
         cpu = time.process_time() - c0
@@ -89,6 +89,7 @@ def main(argv=None):
     p.add_argument("--out", default="bench/results/speed_cop_rf.json")
     args = p.parse_args(argv)
     params = json.loads(args.params)
+    args.drop_violated = bool(params.get("drop_violated", args.drop_violated))
     rows = []
     for name in [d for d in args.datasets.split(",") if d]:
         rows.extend(measure(name, args.n_jobs, args.trees, args.pairs, args.repeats,
