@@ -25,11 +25,10 @@ from . import _cop_rf_kernels as _k
 from ._constraints import PairwiseConstraints, check_pairwise
 from ._metrics import constraint_satisfaction, violated_constraints
 from ._params import Interval, Options, validate_params
-from ._rca import MAX_FEATURES as RCA_MAX_FEATURES
 from ._rca import rca_components
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import DENSE_AFFINITY_LIMIT, check_data, check_n_clusters
+from .validation import DENSE_AFFINITY_LIMIT, RCA_MAX_FEATURES, check_data, check_n_clusters
 
 __all__ = ["COPRF"]
 

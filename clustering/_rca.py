@@ -19,12 +19,11 @@ import numpy as np
 from scipy.linalg import eigh
 
 from .exceptions import InvalidInputError
+from .validation import RCA_MAX_FEATURES as MAX_FEATURES
 
 __all__ = ["rca_components", "DEFAULT_SHRINKAGE", "MAX_FEATURES"]
 
 DEFAULT_SHRINKAGE = 0.1
-# A dense (d, d) generalised eigenproblem: 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
-MAX_FEATURES = 2000
 
 
 def rca_components(X, pairs, kind, weight=None, *, n_components=None, shrinkage=DEFAULT_SHRINKAGE):

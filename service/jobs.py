@@ -8,8 +8,7 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
-from clustering._rca import MAX_FEATURES as RCA_MAX_FEATURES
-from clustering.validation import DENSE_AFFINITY_LIMIT, check_n_clusters
+from clustering.validation import DENSE_AFFINITY_LIMIT, RCA_MAX_FEATURES, check_n_clusters
 from schemas.jobs import (
     AffinityArgsSchema,
     JobCreateSchema,
