@@ -34,18 +34,19 @@ from clustering._cop_rf import COPRF
 TARGETS = {"ionosphere": 10.0, "segment": 60.0}
 
 
-def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False, params=None):
+def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, params=None):
     X, y = load(name)
     K = int(len(np.unique(y)))
     pairs, kind = random_pairs(y, n_pairs, np.random.default_rng(seed))
     COPRF(K, n_estimators=4, n_jobs=n_jobs, random_state=seed).fit(X, pairs=pairs, pair_kind=kind)  # warm-up
+    params = params or {}
+    drop_violated = bool(params.get("drop_violated", False))
     rows = []
     for r in range(repeats):
         load_before = os.getloadavg()[0]
         t0 = time.perf_counter()
         c0 = time.process_time()
-        model = COPRF(K, n_estimators=trees, n_jobs=n_jobs, random_state=seed + r,
-                      **{"drop_violated": drop_violated, **(params or {})})
+        model = COPRF(K, n_estimators=trees, n_jobs=n_jobs, random_state=seed + r, **params)
         model.fit(X, pairs=pairs, pair_kind=kind)
         sec = time.perf_counter() - t0
         cpu = time.process_time() - c0
@@ -58,7 +59,7 @@ def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False, 
                 "trees": trees,
                 "pairs": n_pairs,
                 "drop_violated": drop_violated,
-                "params": params or {},
+                "params": params,
                 "seconds": round(sec, 3),
                 "cpu_seconds": round(cpu, 3),
                 "target_seconds": TARGETS.get(name),
@@ -69,7 +70,7 @@ def measure(name, n_jobs, trees, n_pairs, repeats, seed=0, drop_violated=False, 
         )
         print(
             f"{name:<11} n={X.shape[0]:<5} jobs={n_jobs} trees={trees} pairs={n_pairs} "
-            f"{'drop_violated ' if drop_violated else ''}{json.dumps(params) + ' ' if params else ''}"
+            f"{json.dumps(params) + ' ' if params else ''}"
             f"fit {sec:7.2f} s (target {TARGETS.get(name)}), CPU {cpu:7.2f} s, ARI {rows[-1]['ari']:.3f} "
             f"load {load_before:.1f}->{rows[-1]['load_avg_after']:.1f}",
             flush=True,
@@ -89,11 +90,12 @@ def main(argv=None):
     p.add_argument("--out", default="bench/results/speed_cop_rf.json")
     args = p.parse_args(argv)
     params = json.loads(args.params)
-    args.drop_violated = bool(params.get("drop_violated", args.drop_violated))
+    if args.drop_violated:
+        params["drop_violated"] = True
     rows = []
     for name in [d for d in args.datasets.split(",") if d]:
         rows.extend(measure(name, args.n_jobs, args.trees, args.pairs, args.repeats,
-                            drop_violated=args.drop_violated, params=params))
+                            params=params))
     doc = {
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                     "cpu_count": os.cpu_count(),

@@ -25,10 +25,11 @@ from . import _cop_rf_kernels as _k
 from ._constraints import PairwiseConstraints, check_pairwise
 from ._metrics import constraint_satisfaction, violated_constraints
 from ._params import Interval, Options, validate_params
+from ._rca import check_n_features as check_rca_features
 from ._rca import rca_components
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import DENSE_AFFINITY_LIMIT, RCA_MAX_FEATURES, check_data, check_n_clusters
+from .validation import DENSE_AFFINITY_LIMIT, check_data, check_n_clusters
 
 __all__ = ["COPRF"]
 
@@ -417,10 +418,8 @@ class COPRF(ClusterMixin, BaseEstimator):
                 "store_affinity='dense'",
                 field="n_neighbors",
             )
-        if self.rca_components is not None and d > RCA_MAX_FEATURES:
-            raise InvalidInputError(
-                f"rca_components solves a dense d x d eigenproblem: at most {RCA_MAX_FEATURES} features "
-                f"(got {d}); leave it null", field="rca_components")
+        if self.rca_components is not None:
+            check_rca_features(d, field="rca_components")
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
         if not self.drop_violated:
             self._fit_once(X, pc, K, select, self.callback)

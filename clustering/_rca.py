@@ -21,9 +21,29 @@ from scipy.linalg import eigh
 from .exceptions import InvalidInputError
 from .validation import RCA_MAX_FEATURES as MAX_FEATURES
 
-__all__ = ["rca_components", "DEFAULT_SHRINKAGE", "MAX_FEATURES"]
+__all__ = ["rca_components", "check_n_features", "DEFAULT_SHRINKAGE", "MAX_FEATURES"]
 
 DEFAULT_SHRINKAGE = 0.1
+
+
+def check_n_features(d, field="n_features"):
+    """Refuse more columns than the dense (d, d) eigenproblem allows.
+
+    Parameters
+    ----------
+    d : int
+        Number of features.
+    field : str, default="n_features"
+        Field named by the error (an estimator passes its parameter).
+
+    Raises
+    ------
+    InvalidInputError
+        ``d > MAX_FEATURES`` (2000, ``clustering.validation.RCA_MAX_FEATURES``).
+    """
+    if d > MAX_FEATURES:
+        raise InvalidInputError(f"relevant components solve a dense d x d eigenproblem: at most {MAX_FEATURES} "
+                                f"features (got {d})", field=field)
 
 
 def rca_components(X, pairs, kind, weight=None, *, n_components=None, shrinkage=DEFAULT_SHRINKAGE):
@@ -85,9 +105,7 @@ def rca_components(X, pairs, kind, weight=None, *, n_components=None, shrinkage=
     n, d = X.shape
     if n_components is not None and int(n_components) < 1:
         raise InvalidInputError(f"n_components must be >= 1 (got {n_components})", field="n_components")
-    if d > MAX_FEATURES:
-        raise InvalidInputError(f"relevant components solve a dense d x d eigenproblem: at most {MAX_FEATURES} "
-                                f"features (got {d})", field="n_features")
+    check_n_features(d)
     if not 0.0 <= float(shrinkage) < 1.0:
         raise InvalidInputError(f"shrinkage must be in [0, 1) (got {shrinkage})", field="shrinkage")
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
@@ -110,7 +128,7 @@ def rca_components(X, pairs, kind, weight=None, *, n_components=None, shrinkage=
     c_total = Xa.T @ Xa / (n - 1)
     target = (np.trace(c_ml) / np.trace(c_total)) * np.diag(var[active])
     c_ml = (1.0 - shrinkage) * c_ml + shrinkage * target + 1e-9 * np.diag(var[active])
-    vals, vecs = eigh(c_total, c_ml)
+    vecs = eigh(c_total, c_ml)[1]
     c = da if n_components is None else min(int(n_components), da)
     vecs = vecs[:, ::-1][:, :c]
     scale = (Xa @ vecs).std(axis=0)

@@ -13,6 +13,8 @@ from clustering._cop_rf import COPRF
 from clustering._metrics import constraint_satisfaction
 from clustering.exceptions import InvalidInputError
 
+from .test_rca import _oblique_classes
+
 
 def _blobs(n=90, k=3, d=4, seed=0, std=0.4):
     X, y = make_blobs(n_samples=n, centers=k, n_features=d, cluster_std=std, center_box=(-10, 10), random_state=seed)
@@ -332,12 +334,9 @@ def test_drop_violated_refits_without_the_constraints_the_first_fit_breaks():
 
 
 def _oblique_bars(n=120, seed=0):
-    """Two classes 3 apart along (1, 1); a spread of sd 6 along (1, -1)."""
-    rng = np.random.default_rng(seed)
-    y = np.arange(n) % 2
-    u, v = np.array([1.0, 1.0]) / np.sqrt(2), np.array([1.0, -1.0]) / np.sqrt(2)
-    X = np.outer(3.0 * y + 0.3 * rng.standard_normal(n), u) + np.outer(6.0 * rng.standard_normal(n), v)
-    pairs = rng.choice(n, (30, 2))
+    """test_rca's two classes parting along a diagonal, with 30 random pairs."""
+    X, y = _oblique_classes(n, seed)
+    pairs = np.random.default_rng([seed, 1]).choice(n, (30, 2))
     pairs = pairs[pairs[:, 0] != pairs[:, 1]]
     return X, y, pairs, np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
 
@@ -503,9 +502,8 @@ def test_constant_data_warns_instead_of_failing():
 
 
 def test_rca_refuses_more_features_than_its_limit(monkeypatch):
-    from clustering import _cop_rf, _rca
+    from clustering import _rca
 
-    monkeypatch.setattr(_cop_rf, "RCA_MAX_FEATURES", 3)
     monkeypatch.setattr(_rca, "MAX_FEATURES", 3)
     X, y = _blobs(n=30, d=4)
     pairs = [[0, 3], [1, 4]]
