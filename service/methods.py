@@ -32,7 +32,7 @@ def _param_doc(name, field):
 @blp.route("")
 @blp.response(200)
 def list_methods():
-    """Every method with its parameters, defaults and accepted constraint kinds."""
+    """Every method with its parameters, defaults, accepted constraint kinds and recommended presets."""
     out = []
     for name, m in sorted(METHODS.items()):
         schema = m["params"]()
@@ -43,6 +43,7 @@ def list_methods():
             "hard_constraints": m["hard_constraints"],
             "outputs": m["outputs"],
             "reference": m["reference"],
+            "presets": m.get("presets", []),
             "params": [_param_doc(k, f) for k, f in schema.fields.items()],
         })
     return {"methods": out}

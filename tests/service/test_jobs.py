@@ -144,6 +144,19 @@ def test_method_options_are_accepted_as_given(client, blobs_dataset, method, par
     assert {k: r.json["params"][k] for k in params} == params
 
 
+def test_every_catalogue_preset_is_a_job_accepted_as_given(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    methods = client.get("/v1/methods").json["methods"]
+    presets = [(m, p) for m in methods for p in m["presets"]]
+    assert any(m["id"] == "cop_rf" for m, _ in presets)
+    for m, preset in presets:
+        defaults = {p["name"]: p["default"] for p in m["params"]}
+        assert preset["description"] and any(defaults[k] != v for k, v in preset["params"].items()), preset
+        r = submit(client, did, method=m["id"], params=preset["params"])
+        assert r.status_code == 202, (preset["name"], r.json)
+        assert {k: r.json["params"][k] for k in preset["params"]} == preset["params"]
+
+
 def test_relative_constraints_check_reports_a_minimal_conflict(client, blobs_dataset):
     did, _, _ = blobs_dataset
     body = {"dataset_id": did, "constraints": {
