@@ -2,6 +2,8 @@
 
 import pytest
 
+from clustering.validation import DENSE_AFFINITY_LIMIT
+
 PROBLEM = "application/problem+json"
 
 
@@ -149,6 +151,8 @@ def test_every_catalogue_preset_is_a_job_accepted_as_given(client, blobs_dataset
     methods = client.get("/v1/methods").json["methods"]
     presets = [(m, p) for m in methods for p in m["presets"]]
     assert any(m["id"] == "cop_rf" for m, _ in presets)
+    # the dense-only options' row limit is quoted where clients read the preset
+    assert all(f"{DENSE_AFFINITY_LIMIT} rows" in p["description"] for m, p in presets if m["id"] == "cop_rf")
     for m, preset in presets:
         defaults = {p["name"]: p["default"] for p in m["params"]}
         assert preset["description"] and any(defaults[k] != v for k, v in preset["params"].items()), preset
