@@ -188,7 +188,7 @@ METHODS = {
             "description": "The setting that meets the paper's numbers (bench/README.md, 10 trials, area under "
                            "the ARI curve for 20-100 pairs, clean / 15% wrong: iris 3.68 / 3.52, ionosphere "
                            "2.26 / 1.68; the defaults, the spec's forest, give 3.50 / 3.33 and .39 / .20). "
-                           "Fits twice: 2-4x the default's time (1000 trees, 100 pairs: ionosphere 6.4 s, "
+                           "Fits twice: 2-5x the default's time (1000 trees, 100 pairs: ionosphere 6.4 s, "
                            "segment 33 s). At most 3000 rows: it builds a dense n x n affinity.",
             "params": {"cannot_link_policy": "separate", "affinity_samples": "in_bag", "n_neighbors": "select",
                        "drop_violated": True, "rca_components": "all"},
