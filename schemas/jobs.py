@@ -19,6 +19,9 @@ class JobCreateSchema(Schema):
     n_clusters = StrictInteger(required=True, metadata={"description": "K, 2 <= K <= n_samples"})
     params = fields.Dict(keys=fields.String(), load_default=dict,
                          metadata={"description": "method parameters, validated against the method's schema"})
+    preset = fields.String(load_default=None, allow_none=True,
+                           metadata={"description": "a preset name from the method's entry in GET /v1/methods: "
+                                                    "its params, under any given in params"})
     constraints = fields.Nested(ConstraintsSchema, load_default=None)
     on_conflict = fields.String(load_default="keep", validate=validate.OneOf(["keep", "reject"]),
                                 metadata={"description": "contradictory constraints: keep and report, or 422"})

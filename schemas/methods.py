@@ -3,8 +3,8 @@
 ``METHODS`` is the catalogue served by ``GET /v1/methods`` and used to
 validate ``POST /v1/jobs``: which constraint kinds a method reads, whether
 it treats them as hard, and what it returns. ``presets`` (optional) name
-parameter sets we measured and recommend; a client sends one's ``params``
-as the job's ``params``.
+parameter sets we measured and recommend; a job names one in ``preset``
+(its ``params`` override the preset's).
 """
 
 from marshmallow import RAISE, Schema, fields, validate

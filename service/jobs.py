@@ -65,8 +65,14 @@ def _check_method(body, n_samples, n_features):
     if method not in METHODS:
         raise ApiError(422, "unknown_method", f"unknown method {method!r}",
                        errors={"/method": [f"must be one of {', '.join(sorted(METHODS))}"]})
+    presets = {p["name"]: p["params"] for p in METHODS[method].get("presets", [])}
+    preset = body.get("preset")
+    if preset is not None and preset not in presets:
+        raise ApiError(422, "unknown_preset", f"method {method!r} has no preset {preset!r}",
+                       errors={"/preset": [f"must be one of {', '.join(sorted(presets))}" if presets
+                                           else f"{method} has no presets"]})
     try:
-        params = METHODS[method]["params"]().load(body.get("params") or {})
+        params = METHODS[method]["params"]().load({**presets.get(preset, {}), **(body.get("params") or {})})
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
                        errors=pointer_messages(exc.messages, "/params")) from exc

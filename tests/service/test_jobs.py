@@ -54,6 +54,10 @@ def test_accepted_job_is_202_with_location_and_retry_after(client, blobs_dataset
         ({"method": "cop_rf", "params": {"rca_components": "most"}}, 422, "/params/rca_components"),
         ({"method": "cop_rf", "params": {"rca_components": True}}, 422, "/params/rca_components"),
         ({"method": "spectral", "constraints": {"must_link": [[0, 1]]}}, 422, "/constraints"),
+        ({"method": "cop_rf", "preset": "fastest"}, 422, "/preset"),
+        ({"method": "e2cp", "preset": "rca_filtered"}, 422, "/preset"),
+        ({"method": "cop_rf", "preset": "rca_filtered", "params": {"rca_components": 0}}, 422,
+         "/params/rca_components"),
     ],
 )
 def test_invalid_jobs_are_rejected_with_a_pointer(client, blobs_dataset, override, status, pointer):
@@ -159,6 +163,15 @@ def test_every_catalogue_preset_is_a_job_accepted_as_given(client, blobs_dataset
         r = submit(client, did, method=m["id"], params=preset["params"])
         assert r.status_code == 202, (preset["name"], r.json)
         assert {k: r.json["params"][k] for k in preset["params"]} == preset["params"]
+        by_name = submit(client, did, method=m["id"], preset=preset["name"])
+        assert by_name.status_code == 202 and by_name.json["params"] == r.json["params"], by_name.json
+
+
+def test_params_given_beside_a_preset_override_it(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    r = submit(client, did, method="cop_rf", preset="rca_filtered", params={"drop_violated": False})
+    assert r.status_code == 202, r.json
+    assert r.json["params"]["drop_violated"] is False and r.json["params"]["rca_components"] == "all"
 
 
 def test_relative_constraints_check_reports_a_minimal_conflict(client, blobs_dataset):
