@@ -11,8 +11,9 @@ must-linked points lie apart. These are the generalised eigenvectors of
 with C_total the covariance of X and C_ml the weighted covariance of the
 must-link differences (RCA-2 below), shrunk towards a multiple of the
 data's diagonal covariance (the identity on z-scored data) so that a handful
-of must-links in many dimensions still gives a well-posed problem. Axis-aligned learners (COP-RF's trees) can then cut
-across the original axes where the constraints say the classes part.
+of must-links in many dimensions still gives a well-posed problem.
+Axis-aligned learners (COP-RF's trees) can then cut across the original axes
+where the constraints say the classes part.
 """
 
 import numpy as np
