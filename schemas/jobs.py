@@ -52,7 +52,10 @@ class JobSchema(Schema):
     dataset_id = fields.String()
     method = fields.String()
     n_clusters = fields.Integer()
-    params = fields.Dict()
+    params = fields.Dict(metadata={"description": "the parameters the job runs with: the method's defaults, "
+                                                 "then the preset's, then those given"})
+    preset = fields.String(allow_none=True,
+                           metadata={"description": "the preset named at submission, or null"})
     random_state = fields.Integer()
     scale = fields.String()
     on_conflict = fields.String()

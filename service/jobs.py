@@ -60,6 +60,41 @@ def job_or_404(store, job_id):
 _DENSE_ONLY = {"cop_rf": {"affinity_samples": "in_bag", "n_neighbors": "select"}}
 
 
+def _option_limits(method, params):
+    """(field, what the option builds, axis, limit) for every chosen option with a size limit."""
+    limits = [(f, "builds a dense n x n matrix", "rows", DENSE_AFFINITY_LIMIT)
+              for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v]
+    if params.get("rca_components") is not None:
+        limits.append(("rca_components", "solves a dense d x d eigenproblem", "columns", RCA_MAX_FEATURES))
+    return limits
+
+
+def _check_option_limits(method, params, preset_params, body, size):
+    """422 ``dataset_too_large_for_option`` when a chosen option cannot run on a dataset this size.
+
+    The pointer is ``/params/<field>`` for a value the client gave and ``/preset`` for one that the
+    preset filled in, so the client knows which part of the request to change.
+    """
+    over = [o for o in _option_limits(method, params) if size[o[2]] > o[3]]
+    if not over:
+        return
+    preset, given = body.get("preset"), body.get("params") or {}
+    errors, from_preset = {}, []
+    for f, _, axis, limit in over:
+        if f in preset_params and f not in given:
+            from_preset.append(f)
+            errors.setdefault("/preset", []).append(
+                f"preset {preset!r} sets {f}={params[f]!r}: at most {limit} {axis}")
+        else:
+            errors[f"/params/{f}"] = [f"at most {limit} {axis} with {params[f]!r}"]
+    detail = "; ".join(f"{f}={params[f]!r} {what}: at most {limit} {axis} (the dataset has {size[axis]})"
+                       for f, what, axis, limit in over)
+    if from_preset:
+        detail += (f". Preset {preset!r} sets {', '.join(from_preset)}: override "
+                   f"{'it' if len(from_preset) == 1 else 'them'} in params, or leave the preset out")
+    raise ApiError(422, "dataset_too_large_for_option", detail, errors=errors)
+
+
 def _check_method(body, n_samples, n_features):
     method = body["method"]
     if method not in METHODS:
@@ -76,18 +111,8 @@ def _check_method(body, n_samples, n_features):
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
                        errors=pointer_messages(exc.messages, "/params")) from exc
-    dense = sorted(f for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v)
-    if dense and n_samples > DENSE_AFFINITY_LIMIT:
-        raise ApiError(422, "dataset_too_large_for_option",
-                       f"{', '.join(f'{f}={params[f]!r}' for f in dense)} builds a dense n x n matrix: at most "
-                       f"{DENSE_AFFINITY_LIMIT} rows (the dataset has {n_samples})",
-                       errors={f"/params/{f}": [f"at most {DENSE_AFFINITY_LIMIT} rows with {params[f]!r}"]
-                               for f in dense})
-    if params.get("rca_components") is not None and n_features > RCA_MAX_FEATURES:
-        raise ApiError(422, "dataset_too_large_for_option",
-                       f"rca_components solves a dense d x d eigenproblem: at most {RCA_MAX_FEATURES} columns (the "
-                       f"dataset has {n_features})",
-                       errors={"/params/rca_components": [f"at most {RCA_MAX_FEATURES} columns"]})
+    _check_option_limits(method, params, presets.get(preset, {}), body,
+                         {"rows": n_samples, "columns": n_features})
     try:
         check_n_clusters(body["n_clusters"], n_samples)
     except InvalidInputError as exc:
@@ -130,7 +155,8 @@ def create_job(body):
                            f"no hierarchy satisfies these relative constraints; a minimal conflicting set has "
                            f"{len(relative['conflicting'])} of them", relative=relative)
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
-                     params=params, constraints=checked, random_state=body["random_state"],
+                     params=params, preset=body.get("preset"), constraints=checked,
+                     random_state=body["random_state"],
                      on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
                      n_constraints=counts, conflicts=conflicts)
     rec["n_conflicts"] = n_conflicts

@@ -174,7 +174,7 @@ class Store:
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
-                   kind="fit", parent_job_id=None):
+                   kind="fit", parent_job_id=None, preset=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
@@ -189,6 +189,7 @@ class Store:
             "method": method,
             "n_clusters": int(n_clusters),
             "params": params,
+            "preset": preset,
             "random_state": int(random_state),
             "on_conflict": on_conflict,
             "scale": scale,

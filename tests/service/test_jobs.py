@@ -165,6 +165,9 @@ def test_every_catalogue_preset_is_a_job_accepted_as_given(client, blobs_dataset
         assert {k: r.json["params"][k] for k in preset["params"]} == preset["params"]
         by_name = submit(client, did, method=m["id"], preset=preset["name"])
         assert by_name.status_code == 202 and by_name.json["params"] == r.json["params"], by_name.json
+        # the record says which preset the params came from (and that the first job named none)
+        assert client.get(f"/v1/jobs/{by_name.json['id']}").json["preset"] == preset["name"]
+        assert client.get(f"/v1/jobs/{r.json['id']}").json["preset"] is None
 
 
 def test_params_given_beside_a_preset_override_it(client, blobs_dataset):
@@ -228,6 +231,24 @@ def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, 
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert list(r.json["errors"]) == [f"/params/{field}"] and str(len(X)) in r.json["detail"]
     assert submit(client, did, method="cop_rf").status_code == 202  # the default options are fine
+
+
+def test_a_preset_too_large_for_the_dataset_points_at_the_preset(client, blobs_dataset, monkeypatch):
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    monkeypatch.setattr(service.jobs, "DENSE_AFFINITY_LIMIT", len(X) - 1)
+    r = submit(client, did, method="cop_rf", preset="rca_filtered")
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert list(r.json["errors"]) == ["/preset"] and len(r.json["errors"]["/preset"]) == 2, r.json
+    assert "rca_filtered" in r.json["detail"] and str(len(X)) in r.json["detail"]
+    # one dense option given by the client: that one points at /params, the other still at /preset
+    r = submit(client, did, method="cop_rf", preset="rca_filtered", params={"n_neighbors": "select"})
+    assert r.status_code == 422 and sorted(r.json["errors"]) == ["/params/n_neighbors", "/preset"], r.json
+    # both overridden: the rest of the preset runs
+    r = submit(client, did, method="cop_rf", preset="rca_filtered",
+               params={"n_neighbors": "auto", "affinity_samples": "all"})
+    assert r.status_code == 202 and r.json["params"]["rca_components"] == "all", r.json
 
 
 def test_rca_on_a_dataset_wider_than_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
