@@ -4,6 +4,7 @@ from flask_smorest import Blueprint
 from marshmallow import fields as mfields
 
 from schemas.methods import METHODS
+from schemas.sessions import SESSION_PRESETS
 
 blp = Blueprint("methods", __name__, url_prefix="/v1/methods", description="Available clustering methods")
 
@@ -32,7 +33,8 @@ def _param_doc(name, field):
 @blp.route("")
 @blp.response(200)
 def list_methods():
-    """Every method with its parameters, defaults, accepted constraint kinds and recommended presets."""
+    """Every method with its parameters, defaults, accepted constraint kinds and recommended presets,
+    and the presets of active sessions (``session_presets``, each for one ``question_type``)."""
     out = []
     for name, m in sorted(METHODS.items()):
         schema = m["params"]()
@@ -46,4 +48,4 @@ def list_methods():
             "presets": m.get("presets", []),
             "params": [_param_doc(k, f) for k, f in schema.fields.items()],
         })
-    return {"methods": out}
+    return {"methods": out, "session_presets": SESSION_PRESETS}

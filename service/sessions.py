@@ -17,6 +17,7 @@ from schemas.sessions import (
     QuestionsRequestSchema,
     QuestionsSchema,
     SessionCreateSchema,
+    SESSION_PRESETS,
     SessionSchema,
     TripletParamsSchema,
     URASCParamsSchema,
@@ -92,8 +93,15 @@ def create_session(body):
         k = check_n_clusters(body["n_clusters"], n, allow_none=True)
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
+    presets = {p["name"]: p["params"] for p in SESSION_PRESETS if p["question_type"] == body["question_type"]}
+    preset = body["preset"]
+    if preset is not None and preset not in presets:
+        raise ApiError(422, "unknown_preset", f"{body['question_type']} sessions have no preset {preset!r}",
+                       errors={"/preset": [f"must be one of {', '.join(sorted(presets))}" if presets
+                                           else f"{body['question_type']} sessions have no presets"]})
     try:
-        params = (TripletParamsSchema if triplet else URASCParamsSchema)().load(body["params"])
+        params = (TripletParamsSchema if triplet else URASCParamsSchema)().load(
+            {**presets.get(preset, {}), **body["params"]})
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", "invalid session parameters",
                        errors=pointer_messages(exc.messages, "/params")) from exc
@@ -101,7 +109,8 @@ def create_session(body):
     ss = SessionStore(store)
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
-                    params=params, random_state=body["random_state"], callback_url=body["callback_url"])
+                    params=params, preset=preset, random_state=body["random_state"],
+                    callback_url=body["callback_url"])
     submit_session_update(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"])}
 

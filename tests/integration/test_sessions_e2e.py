@@ -54,23 +54,23 @@ def _wait_up_to_date(base, sid, timeout=60):
     raise AssertionError(f"session {sid} not up to date after {timeout} s: {s}")
 
 
-@pytest.mark.parametrize("n_clusters, budget, params", [
+@pytest.mark.parametrize("n_clusters, budget, options", [
     (3, 40, {}),
-    (3, 40, {"k_growth": "verify", "representative": "founder"}),
-    # K unknown: "verify" needs more questions to found sets, and its set checks
-    # pair two certain samples; those answers are accepted too
-    (None, 100, {"k_growth": "verify", "representative": "founder"}),
+    (3, 40, {"params": {"k_growth": "verify", "representative": "founder"}}),
+    # K unknown: "verify" (here by its preset's name) needs more questions to found
+    # sets, and its set checks pair two certain samples; those answers are accepted too
+    (None, 100, {"preset": "noisy_answers"}),
 ], ids=["paper", "verify", "verify-k-unknown"])
-def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, params):
+def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, options):
     X, y = load("iris", zscore=False)
     did = upload(live, X, y, [f"iris-{i}" for i in range(len(y))])
-    body = {"dataset_id": did, "budget": budget, "answers_per_question": 3, "pool_size": 10, "params": params}
+    body = {"dataset_id": did, "budget": budget, "answers_per_question": 3, "pool_size": 10, **options}
     if n_clusters is not None:
         body["n_clusters"] = n_clusters
     r = requests.post(f"{live}/v1/sessions", json=body, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
-    assert r.headers["Location"] == f"/v1/sessions/{sid}"
+    assert r.headers["Location"] == f"/v1/sessions/{sid}" and r.json()["preset"] == options.get("preset")
     session = _wait_up_to_date(live, sid)
     assert session["pass_started_at"] is None and session["last_pass_seconds"] > 0
     first_model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()

@@ -13,6 +13,9 @@ PROBLEM = "application/problem+json"
      "Unknown"),
     ({"question_type": "triplet", "n_clusters": 3, "params": {"epsilon": 0.9}}, "/params/epsilon", ""),
     ({"question_type": "triplet", "n_clusters": 61}, "/n_clusters", ""),
+    ({"preset": "fastest"}, "/preset", "noisy_answers"),
+    ({"question_type": "triplet", "n_clusters": 3, "preset": "noisy_answers"}, "/preset", "no presets"),
+    ({"preset": "noisy_answers", "params": {"k_growth": "always"}}, "/params/k_growth", ""),
 ])
 def test_invalid_triplet_and_strategy_combinations_are_422_naming_the_field(client, blobs_dataset, body, pointer,
                                                                              fragment):
@@ -60,3 +63,27 @@ def test_session_callback_to_a_private_host_is_refused_and_nothing_stored(store,
     assert set(store.r.scan_iter(match=SessionStore(store)._key("*"))) == before
     r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "callback_url": "https://example.com/hook"})
     assert r.status_code == 201 and r.json["callback_url"] == "https://example.com/hook", r.json
+
+
+def test_every_session_preset_is_accepted_by_name_and_recorded(client, blobs_dataset):
+    presets = client.get("/v1/methods").json["session_presets"]
+    assert presets
+    for preset in presets:
+        kind = preset["question_type"]
+        k = 3 if kind == "triplet" else None
+        base = {"dataset_id": blobs_dataset[0], "question_type": kind, "n_clusters": k, "budget": 5}
+        plain = client.post("/v1/sessions", json=base).json
+        assert preset["description"] and any(plain["params"][f] != v for f, v in preset["params"].items())
+        given = client.post("/v1/sessions", json={**base, "params": preset["params"]})
+        named = client.post("/v1/sessions", json={**base, "preset": preset["name"]})
+        assert given.status_code == named.status_code == 201, (given.json, named.json)
+        assert named.json["params"] == given.json["params"] and named.json["preset"] == preset["name"]
+        assert client.get(f"/v1/sessions/{named.json['id']}").json["preset"] == preset["name"]
+        assert plain["preset"] is None
+
+
+def test_params_given_beside_a_session_preset_override_it(client, blobs_dataset):
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5, "preset": "noisy_answers",
+                                          "params": {"representative": "most_similar"}})
+    assert r.status_code == 201, r.json
+    assert r.json["params"]["representative"] == "most_similar" and r.json["params"]["k_growth"] == "verify"
