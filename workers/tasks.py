@@ -286,11 +286,14 @@ def _send_event(task, url, event, what):
     The host is resolved and checked at every attempt (it may resolve elsewhere
     by now) and the POST goes to the checked address (no second lookup). A
     refused target is logged and dropped; a network error or non-2xx answer
-    retries with exponential backoff (5 s doubling, at most 600 s).
+    retries with exponential backoff (5 s doubling, at most 600 s) under the
+    same ``webhook-id``; the timestamp and signature are those of each attempt.
     """
     store = get_store()
     body = json.dumps(event, separators=(",", ":"))
-    msg_id = f"msg_{uuid.uuid4().hex}"
+    # Standard Webhooks: the id is the same on every attempt of one message, so a receiver that got
+    # an attempt whose answer was lost can drop the retry. Celery keeps the task id across retries.
+    msg_id = f"msg_{(task.request.id or uuid.uuid4().hex).replace('-', '')}"
     ts = str(int(time.time()))
     headers = {"content-type": "application/json", "webhook-id": msg_id, "webhook-timestamp": ts}
     if store.settings.webhook_secret:

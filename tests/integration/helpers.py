@@ -37,20 +37,31 @@ class WebhookReceiver:
 
     ``with WebhookReceiver() as hook:`` gives ``hook.url``; ``hook.wait(pred)``
     returns the first ``(headers, body)`` (headers lower-cased, body text) whose
-    parsed JSON body satisfies ``pred``.
+    parsed JSON body satisfies ``pred``. ``WebhookReceiver(fail_first=n)``
+    answers the first n POSTs with 503 and keeps them in ``hook.failed``.
     """
+
+    def __init__(self, fail_first=0):
+        self.fail_first = fail_first  # answer 503 to this many POSTs first (the sender retries)
 
     def __enter__(self):
         import threading
         from http.server import BaseHTTPRequestHandler, HTTPServer
 
         received = self.received = []
+        failed = self.failed = []
+        fail_first = self.fail_first
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = self.rfile.read(int(self.headers["content-length"])).decode()
-                received.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                self.send_response(204)
+                headers = {k.lower(): v for k, v in self.headers.items()}
+                if len(failed) < fail_first:
+                    failed.append((headers, body))
+                    self.send_response(503)
+                else:
+                    received.append((headers, body))
+                    self.send_response(204)
                 self.end_headers()
 
             def log_message(self, *args):

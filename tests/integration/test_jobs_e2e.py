@@ -108,3 +108,16 @@ def test_callback_is_signed_standard_webhook(live, blobs):
         headers, body = hook.wait(lambda e: e.get("job_id") == jid)
         assert json.loads(body)["state"] == "SUCCEEDED" and json.loads(body)["type"] == "job.succeeded"
         assert signature_ok(headers, body)
+
+
+
+def test_a_refused_callback_is_retried_under_the_same_webhook_id(live, blobs):
+    did, X, y = blobs
+    with WebhookReceiver(fail_first=1) as hook:
+        jid = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=hook.url).json()["id"]
+        wait_done(live, jid)
+        headers, body = hook.wait(lambda e: e.get("job_id") == jid, timeout=60)  # first retry after 5 s
+        (first_headers, first_body), = hook.failed
+        assert json.loads(first_body)["job_id"] == jid and first_body == body
+        assert headers["webhook-id"] == first_headers["webhook-id"] and signature_ok(headers, body)
+        assert [h["webhook-id"] for h, _ in hook.received].count(headers["webhook-id"]) == 1
