@@ -115,6 +115,46 @@ ANCHORS = {
 }
 
 
+def answer_questions(est, y, noise, trial, batch=1, votes=1):
+    """Answer ``est``'s questions from the ground truth until it asks none; the simulated oracle.
+
+    Each answer is flipped with probability ``noise`` from its own stream, seeded by ``trial``
+    (spec §4.4), so every script replaying a session sees the same answers. Yields the wall time
+    (s) of each ``suggest_queries(batch)`` call that returned questions, after telling the answers.
+
+    Parameters
+    ----------
+    est : URASC
+        A fitted session (``fit(X)`` done).
+    y : ndarray of shape (n_samples,), int
+        Ground-truth classes.
+    noise : float in [0, 1)
+        Probability that one answer is flipped.
+    trial : int
+        Seed of the noise stream (``10_000 + trial``).
+    batch : int, default=1
+        Questions per ``suggest_queries`` call (B).
+    votes : int, default=1
+        Independent answers per question, combined by majority (odd).
+    """
+    rng = np.random.default_rng(10_000 + trial)  # oracle noise: own stream (spec §4.4)
+    while True:
+        t = time.perf_counter()
+        qs = est.suggest_queries(batch)
+        elapsed = time.perf_counter() - t
+        if not qs:
+            return
+        answers = []
+        for q in qs:
+            truth = bool(y[q["i"]] == y[q["j"]])
+            # majority of an odd number of yes/no votes (the session's vote, workers.session_tasks,
+            # also handles dont_know and ties; bench must not import workers)
+            said = [truth != bool(noise > 0 and rng.random() < noise) for _ in range(votes)]
+            answers.append((q["i"], q["j"], 2 * sum(said) > votes))
+        est.tell(answers)
+        yield elapsed
+
+
 def run_one(X, y, method, k_mode, noise, trial, budgets):
     """One seeded session against a simulated oracle (``specs/urasc.md`` §4.4).
 
@@ -148,27 +188,13 @@ def run_one(X, y, method, k_mode, noise, trial, budgets):
     t0 = time.perf_counter()
     est.fit(X)
     init_s = time.perf_counter() - t0
-    rng = np.random.default_rng(10_000 + trial)  # oracle noise: own stream (spec §4.4)
     targets = sorted(set(budgets))
     scores = {}
     times = []
     if 0 in targets:
         scores[0] = clustering_scores(y, est.labels_)
-    while True:
-        t = time.perf_counter()
-        qs = est.suggest_queries(batch)
-        times.append(time.perf_counter() - t)
-        if not qs:
-            times.pop()
-            break
-        answers = []
-        for q in qs:
-            truth = bool(y[q["i"]] == y[q["j"]])
-            # majority of an odd number of yes/no votes (the session's vote, workers.session_tasks,
-            # also handles dont_know and ties; bench must not import workers)
-            said = [truth != bool(noise > 0 and rng.random() < noise) for _ in range(votes)]
-            answers.append((q["i"], q["j"], 2 * sum(said) > votes))
-        est.tell(answers)
+    for elapsed in answer_questions(est, y, noise, trial, batch, votes):
+        times.append(elapsed)
         if est.n_questions_ in targets:
             est.update()
             scores[est.n_questions_] = clustering_scores(y, est.labels_)

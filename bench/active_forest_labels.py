@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from bench.active import METHODS
+from bench.active import METHODS, answer_questions
 from bench.datasets import load
 from clustering import URASC
 from clustering._cop_rf import COPRF
@@ -32,10 +32,8 @@ def run_one(X, y, method, noise, trial, budget, n_estimators):
     """One session (K unknown) and the ARI of URASC's and of each forest's labels at ``budget``."""
     params, batch, _ = METHODS[method]
     est = URASC(n_clusters=None, budget=budget, random_state=trial, **params).fit(X)
-    rng = np.random.default_rng(10_000 + trial)  # the oracle stream of bench.active.run_one
-    while qs := est.suggest_queries(batch):
-        est.tell([(q["i"], q["j"], bool(y[q["i"]] == y[q["j"]]) != bool(noise > 0 and rng.random() < noise))
-                  for q in qs])
+    for _ in answer_questions(est, y, noise, trial, batch):
+        pass
     est.update()
     row = {"n_clusters": int(est.n_clusters_), "urasc": clustering_scores(y, est.labels_)["ari"]}
     told = est.answers_[est.answers_[:, 2] >= 0]
