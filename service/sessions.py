@@ -125,6 +125,20 @@ def get_session(session_id):
     return session_view(ss, session_or_404(ss, session_id))
 
 
+@blp.route("/<string:session_id>", methods=["DELETE"])
+@blp.response(204)
+@problem_docs(blp, (404, "Unknown session"))
+def delete_session(session_id):
+    """Delete a session: its answers, questions, model and state (the dataset stays).
+
+    A re-clustering pass that is running finishes on the worker; what it writes is
+    discarded and no further webhook event is sent. Answers posted afterwards get 404.
+    """
+    if not _sessions().delete(session_id):
+        raise ApiError(404, "not_found", f"session {session_id!r} does not exist or has expired")
+    return ""
+
+
 @blp.route("/<string:session_id>/questions", methods=["POST"])
 @blp.arguments(QuestionsRequestSchema)
 @blp.response(200, QuestionsSchema)
@@ -171,6 +185,8 @@ def post_answers(body, session_id):
         results.append(item)
     deltas = dict(counts, answers_received=len(body["answers"]))
     revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0)
+    if revision is None:
+        raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
     if ready:
         submit_session_update(ss, session_id)
     return {"results": results, "revision": revision}

@@ -28,10 +28,18 @@ from .store import PREFIX, dumps, new_id, utcnow_iso
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
 
+# Update fields of a record only while it exists (a deleted session stays deleted).
+_UPDATE_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV))
+return 1
+"""
+
 # Atomically record one answer: returns the outcome string.
 _ANSWER_LUA = """
 local rec, qkey, akey, assign, ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local qid, assignment, payload, needed = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
 if assignment ~= '' and redis.call('HEXISTS', assign, assignment) == 1 then
   return 'duplicate'
 end
@@ -69,6 +77,7 @@ class SessionStore:
         self.r = store.r
         self.settings = store.settings
         self._answer_script = self.r.register_script(_ANSWER_LUA)
+        self._update_script = self.r.register_script(_UPDATE_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
@@ -109,18 +118,40 @@ class SessionStore:
         return {k.decode(): json.loads(v) for k, v in raw.items()}
 
     def update(self, sid, **fields):
+        """Set record fields; False (nothing written) if the session does not exist."""
         fields["updated_at"] = utcnow_iso()
-        self.r.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in fields.items()})
+        args = [x for k, v in fields.items() for x in (k, json.dumps(v))]
+        return bool(self._update_script(keys=[self._key(sid)], args=args))
+
+    def delete(self, sid):
+        """Delete the session and everything under it; False if it did not exist.
+
+        A re-clustering pass still running may write a few keys back (pool,
+        model, state); the task deletes them again when it sees the record gone
+        (``workers.session_tasks.session_update``). Those keys carry the TTL.
+        """
+        key = self._key(sid)
+        existed = bool(self.r.delete(key))
+        keys = list(self.r.scan_iter(match=f"{key}:*", count=1000))
+        for i in range(0, len(keys), 500):
+            self.r.delete(*keys[i:i + 500])
+        return existed
 
     def bump_counters(self, sid, deltas, *, revision_step=0):
-        """Add to counters (and the revision) with an optimistic transaction."""
+        """Add to counters (and the revision) with an optimistic transaction.
+
+        Returns the new revision, or None if the session does not exist.
+        """
         key = self._key(sid)
         with self.r.pipeline() as pipe:
             while True:
                 try:
                     pipe.watch(key)
-                    counters = json.loads(pipe.hget(key, "counters"))
-                    revision = json.loads(pipe.hget(key, "revision"))
+                    raw = pipe.hmget(key, ["counters", "revision"])
+                    if raw[0] is None:  # deleted meanwhile
+                        pipe.unwatch()
+                        return None
+                    counters, revision = json.loads(raw[0]), json.loads(raw[1])
                     for k, v in deltas.items():
                         counters[k] = counters.get(k, 0) + v
                     pipe.multi()
@@ -210,8 +241,11 @@ class SessionStore:
                               "revision": revision, "at": time.time()})
         keys = [self._key(sid, ":questions"), self._key(sid, f":answers:{qid}"),
                 self._key(sid, ":assignments"), self._key(sid, ":ready")]
+        rec = self.get(sid)
+        if rec is None:
+            return "rejected:the session was deleted"
         out = self._answer_script(keys=[self._key(sid)] + keys,
-                                  args=[qid, assignment_id or "", payload, self.get(sid)["answers_per_question"]])
+                                  args=[qid, assignment_id or "", payload, rec["answers_per_question"]])
         self.r.expire(self._key(sid, f":answers:{qid}"), self.settings.job_ttl)
         return out.decode() if isinstance(out, bytes) else out
 

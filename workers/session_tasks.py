@@ -265,11 +265,15 @@ def session_update(self, sid):
         try:
             outcome = update_once(store, ss, sid)
         except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
-            log.exception("session %s update failed", sid)
+            if ss.get(sid) is not None:
+                log.exception("session %s update failed", sid)
             ss.update(sid, state="FAILED", pass_started_at=None,
                       error=problem("session_update_failed", "Re-clustering failed", 500,
                                     f"{type(exc).__name__}: {exc}"))
             outcome = ("FAILED", rec["observed_revision"])  # the last good model's
+        if ss.get(sid) is None:  # deleted during the pass: drop what the pass wrote back, no event
+            ss.delete(sid)
+            return
         _notify(sid, rec.get("callback_url"), *outcome)
         if ss.take_pending(sid):
             continue

@@ -206,3 +206,30 @@ def test_session_callback_gets_a_signed_event_after_every_pass(live):
             {"question_id": q["question_id"], "assignment_id": "late-1", "answer": "dont_know"}]}).raise_for_status()
         _, body = hook.wait(lambda e: e["session_id"] == sid and e["type"] == "session.failed")
         assert json.loads(body)["state"] == "FAILED" and json.loads(body)["observed_revision"] == 0
+
+
+def test_a_session_deleted_while_its_pass_runs_leaves_no_key_behind(live):
+    from workers.config import Settings
+    from workers.session_store import SessionStore
+    from workers.store import Store
+
+    ss = SessionStore(Store.from_settings(Settings.from_env()))  # the live stack's Redis
+    X, _ = load("segment")  # 2310 rows: the first pass takes a moment
+    did = upload(live, X)
+    sid = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "budget": 50}, timeout=30).json()["id"]
+    deadline = time.monotonic() + 60
+    while requests.get(f"{live}/v1/sessions/{sid}", timeout=30).json()["pass_started_at"] is None:
+        assert time.monotonic() < deadline, "the first pass never started"
+        time.sleep(0.02)
+    assert requests.delete(f"{live}/v1/sessions/{sid}", timeout=30).status_code == 204
+    assert requests.get(f"{live}/v1/sessions/{sid}", timeout=30).status_code == 404
+    # A pass still running (about 0.3 s on segment) writes its pool, model and state back, then
+    # sees the record gone and deletes them: within 60 s the keys must be gone for 3 s in a row
+    # (without that clean-up the state key stays for the TTL).
+    deadline, empty_since = time.monotonic() + 60, None
+    while empty_since is None or time.monotonic() - empty_since < 3:
+        left = list(ss.r.scan_iter(match=ss._key(sid, "*")))
+        assert time.monotonic() < deadline, left
+        empty_since = (empty_since or time.monotonic()) if not left else None
+        time.sleep(0.05)
+    assert requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).status_code == 404

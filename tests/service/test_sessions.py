@@ -87,3 +87,26 @@ def test_params_given_beside_a_session_preset_override_it(client, blobs_dataset)
                                           "params": {"representative": "most_similar"}})
     assert r.status_code == 201, r.json
     assert r.json["params"]["representative"] == "most_similar" and r.json["params"]["k_growth"] == "verify"
+
+
+def test_a_deleted_session_is_gone_with_every_key_and_stays_gone(client, store, blobs_dataset):
+    from workers.session_store import SessionStore
+
+    ss = SessionStore(store)
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
+    ss.replace_pool(sid, [{"question_id": "q1", "type": "pairwise", "items": [0, 1]}], 0)
+    assert ss.record_answer(sid, "q1", "must_link", "w1", "a1", 0) == "accepted:ready"  # one answer closes it
+    ss.add_report(sid, "disagreements", {"question_id": "q1"})
+    assert len(list(store.r.scan_iter(match=ss._key(sid, "*")))) >= 5
+    assert client.delete(f"/v1/sessions/{sid}").status_code == 204
+    assert list(store.r.scan_iter(match=ss._key(sid, "*"))) == []
+    for method, path, body in [("get", "", None), ("delete", "", None), ("get", "/model", None),
+                               ("post", "/questions", {"count": 1}),
+                               ("post", "/answers", {"answers": [{"question_id": "q1", "answer": "must_link"}]})]:
+        r = getattr(client, method)(f"/v1/sessions/{sid}{path}", json=body)
+        assert r.status_code == 404 and r.mimetype == PROBLEM, (method, path, r.json)
+    # a worker pass that was running writes nothing back into the record
+    assert ss.update(sid, state="FAILED") is False and ss.get(sid) is None
+    assert ss.record_answer(sid, "q1", "must_link", "w2", "a2", 0) == "rejected:the session was deleted"
+    assert ss.bump_counters(sid, {"accepted": 1}, revision_step=1) is None
+    assert not store.r.exists(ss._key(sid))
