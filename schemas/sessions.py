@@ -56,6 +56,8 @@ class TripletParamsSchema(Schema):
                                                                  "this close (nearest neighbours)"})
 
 
+SESSION_STATES = ("INITIALIZING", "ACTIVE", "COMPLETED", "FAILED")
+
 #: Measured parameter sets a session can name in ``preset`` (listed by ``GET /v1/methods``).
 SESSION_PRESETS = [{
     "name": "noisy_answers",
@@ -128,7 +130,7 @@ class SessionSchema(Schema):
     params = fields.Dict()
     preset = fields.String(allow_none=True,
                            metadata={"description": "the preset named at creation, or null"})
-    state = fields.String(validate=validate.OneOf(["INITIALIZING", "ACTIVE", "COMPLETED", "FAILED"]))
+    state = fields.String(validate=validate.OneOf(SESSION_STATES))
     revision = fields.Integer(metadata={"description": "increases with every answer batch that added an answer"})
     observed_revision = fields.Integer(metadata={"description": "revision the current model reflects"})
     counters = fields.Dict(keys=fields.String(), values=fields.Integer())
@@ -145,6 +147,19 @@ class SessionSchema(Schema):
                        "a client can wait about this long for the next model"})
     model_url = fields.String()
     callback_url = fields.String(allow_none=True)
+
+
+class SessionListArgsSchema(Schema):
+    """``GET /v1/sessions`` query: newest first, cursor pagination as for jobs."""
+
+    state = fields.String(load_default=None, validate=validate.OneOf(SESSION_STATES))
+    page_size = fields.Integer(strict=False, load_default=20, validate=validate.Range(min=1, max=100))
+    page_token = fields.String(load_default=None)
+
+
+class SessionListSchema(Schema):
+    sessions = fields.List(fields.Nested(SessionSchema))
+    next_page_token = fields.String(allow_none=True)
 
 
 class QuestionsRequestSchema(Schema):

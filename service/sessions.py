@@ -11,18 +11,21 @@ from marshmallow import ValidationError
 from clustering.exceptions import InvalidInputError
 from clustering.validation import check_n_clusters
 from schemas.sessions import (
+    SESSION_PRESETS,
     AnswersRequestSchema,
     AnswersResultSchema,
     ModelSchema,
     QuestionsRequestSchema,
     QuestionsSchema,
     SessionCreateSchema,
-    SESSION_PRESETS,
+    SessionListArgsSchema,
+    SessionListSchema,
     SessionSchema,
     TripletParamsSchema,
     URASCParamsSchema,
 )
 from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
+from workers.store import decode_token
 from workers.submit import submit_session_update
 
 from . import get_store
@@ -113,6 +116,22 @@ def create_session(body):
                     callback_url=body["callback_url"])
     submit_session_update(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"])}
+
+
+@blp.route("", methods=["GET"])
+@blp.arguments(SessionListArgsSchema, location="query")
+@blp.response(200, SessionListSchema)
+@problem_docs(blp, (400, "Malformed page_token"))
+def list_sessions(args):
+    """Sessions, newest first, with cursor pagination (``page_token``) and an optional ``state``."""
+    try:
+        if args.get("page_token"):
+            decode_token(args["page_token"])
+    except ValueError as exc:
+        raise ApiError(400, "bad_page_token", str(exc)) from exc
+    ss = _sessions()
+    recs, token = ss.list(state=args.get("state"), page_size=args["page_size"], page_token=args.get("page_token"))
+    return {"sessions": [session_view(ss, r) for r in recs], "next_page_token": token}
 
 
 @blp.route("/<string:session_id>", methods=["GET"])

@@ -14,6 +14,8 @@ Layout (prefix ``shoal:session:{id}``)::
     :update           string  "running" while a re-clustering task runs
     :update_pending   string  set when answers arrive during a run (coalescing)
 
+and ``shoal:sessions``, a sorted set of session ids by creation time (listing).
+
 The web process only records answers and leases questions; aggregation and
 re-clustering run on a worker (``workers.session_tasks``).
 """
@@ -26,6 +28,7 @@ import redis
 from .store import PREFIX, dumps, new_id, utcnow_iso
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
+_INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listing)
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
 
 # Update fields of a record only while it exists (a deleted session stays deleted).
@@ -74,6 +77,7 @@ class SessionStore:
     """
 
     def __init__(self, store):
+        self.store = store
         self.r = store.r
         self.settings = store.settings
         self._answer_script = self.r.register_script(_ANSWER_LUA)
@@ -95,12 +99,21 @@ class SessionStore:
             "state": "INITIALIZING", "error": None,
             "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,
                          "questions_closed": 0, "disagreements": 0, "conflicts": 0},
-            "budget_used": 0, "created_at": utcnow_iso(now), "updated_at": utcnow_iso(now),
+            "budget_used": 0, "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
         }
-        self.r.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
+        with self.r.pipeline() as pipe:
+            pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
+            pipe.zadd(_INDEX, {sid: now})
+            pipe.execute()
         self._touch(sid)
         return rec
+
+    def list(self, *, state=None, page_size=20, page_token=None):
+        """Sessions, newest first, cursor-paginated: ``(records, next_page_token)``
+        (see :meth:`workers.store.Store.page_newest_first`)."""
+        return self.store.page_newest_first(_INDEX, self.get, state=state, page_size=page_size,
+                                            page_token=page_token)
 
     def _touch(self, sid):
         ttl = self.settings.job_ttl
@@ -132,6 +145,7 @@ class SessionStore:
         """
         key = self._key(sid)
         existed = bool(self.r.delete(key))
+        self.r.zrem(_INDEX, sid)
         keys = list(self.r.scan_iter(match=f"{key}:*", count=1000))
         for i in range(0, len(keys), 500):
             self.r.delete(*keys[i:i + 500])

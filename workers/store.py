@@ -245,12 +245,19 @@ class Store:
         return json.loads(raw) if raw else None
 
     def list_jobs(self, *, state=None, page_size=20, page_token=None):
-        """Newest first, cursor-paginated. Returns ``(records, next_page_token)``.
+        """Newest first, cursor-paginated. Returns ``(records, next_page_token)``."""
+        return self.page_newest_first(f"{PREFIX}jobs", self.get_job, state=state, page_size=page_size,
+                                      page_token=page_token)
 
-        The token encodes the (created_ts, id) of the last item returned, so
-        pages stay stable while new jobs arrive.
+    def page_newest_first(self, zkey, load, *, state=None, page_size=20, page_token=None):
+        """One page of the records indexed in the sorted set ``zkey`` (score = ``created_ts``).
+
+        Newest first; ``load(id)`` reads a record (None once expired: the id is
+        dropped from the index). The token encodes the (created_ts, id) of the
+        last item returned, so pages stay stable while new records arrive.
+        Returns ``(records, next_page_token)``; ``state`` keeps only records in
+        that state.
         """
-        zkey = f"{PREFIX}jobs"
         max_score, last_id = "+inf", None
         if page_token:
             ts, last_id = decode_token(page_token)
@@ -264,12 +271,12 @@ class Store:
                 break
             offset += len(ids)
             for raw_id, score in ids:
-                jid = raw_id.decode()
-                if last_id is not None and score == float(max_score) and jid >= last_id:
+                rid = raw_id.decode()
+                if last_id is not None and score == float(max_score) and rid >= last_id:
                     continue
-                rec = self.get_job(jid)
+                rec = load(rid)
                 if rec is None:
-                    self.r.zrem(zkey, jid)  # expired: drop from the index
+                    self.r.zrem(zkey, rid)  # expired or deleted: drop from the index
                     continue
                 if state and rec["state"] != state:
                     continue

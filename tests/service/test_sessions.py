@@ -110,3 +110,21 @@ def test_a_deleted_session_is_gone_with_every_key_and_stays_gone(client, store, 
     assert ss.record_answer(sid, "q1", "must_link", "w2", "a2", 0) == "rejected:the session was deleted"
     assert ss.bump_counters(sid, {"accepted": 1}, revision_step=1) is None
     assert not store.r.exists(ss._key(sid))
+
+
+def test_sessions_are_listed_newest_first_page_by_page(client, blobs_dataset):
+    ids = [client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
+           for _ in range(3)]
+    first = client.get("/v1/sessions?page_size=2").json
+    assert [s["id"] for s in first["sessions"]] == ids[:0:-1] and first["next_page_token"]
+    assert all(s["model_url"].endswith("/model") and "created_ts" not in s for s in first["sessions"])
+    second = client.get(f"/v1/sessions?page_size=2&page_token={first['next_page_token']}").json
+    assert second["sessions"][0]["id"] == ids[0]
+    # state filter (no worker runs here: every new session is INITIALIZING), deletion, bad input
+    assert ids[2] in [s["id"] for s in client.get("/v1/sessions?state=INITIALIZING").json["sessions"]]
+    assert ids[2] not in [s["id"] for s in client.get("/v1/sessions?state=ACTIVE").json["sessions"]]
+    assert client.delete(f"/v1/sessions/{ids[2]}").status_code == 204
+    assert [s["id"] for s in client.get("/v1/sessions?page_size=1").json["sessions"]] == [ids[1]]
+    for query, pointer in [("state=DONE", "state"), ("page_size=0", "page_size"), ("page_token=%%%", None)]:
+        r = client.get(f"/v1/sessions?{query}")
+        assert r.status_code in (400, 422) and r.mimetype == PROBLEM, (query, r.json)
