@@ -4,6 +4,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from .constraints import ConstraintsSchema
 from .fields import Matrix, StrictInteger
+from .paging import list_args_schema
 
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 
@@ -72,10 +73,7 @@ class JobSchema(Schema):
     callback_url = fields.String(allow_none=True)
 
 
-class JobListArgsSchema(Schema):
-    state = fields.String(load_default=None, validate=validate.OneOf(STATES))
-    page_size = fields.Integer(strict=False, load_default=20, validate=validate.Range(min=1, max=100))
-    page_token = fields.String(load_default=None)
+JobListArgsSchema = list_args_schema(STATES, "JobListArgsSchema")
 
 
 class JobListSchema(Schema):

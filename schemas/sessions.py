@@ -3,6 +3,7 @@
 from marshmallow import RAISE, Schema, fields, validate
 
 from .fields import FiniteFloat, NumberOrChoice, StrictInteger, one_of
+from .paging import list_args_schema
 
 
 class URASCParamsSchema(Schema):
@@ -149,12 +150,8 @@ class SessionSchema(Schema):
     callback_url = fields.String(allow_none=True)
 
 
-class SessionListArgsSchema(Schema):
-    """``GET /v1/sessions`` query: newest first, cursor pagination as for jobs."""
-
-    state = fields.String(load_default=None, validate=validate.OneOf(SESSION_STATES))
-    page_size = fields.Integer(strict=False, load_default=20, validate=validate.Range(min=1, max=100))
-    page_token = fields.String(load_default=None)
+#: ``GET /v1/sessions`` query: newest first, cursor pagination as for jobs.
+SessionListArgsSchema = list_args_schema(SESSION_STATES, "SessionListArgsSchema")
 
 
 class SessionListSchema(Schema):

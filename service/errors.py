@@ -11,7 +11,7 @@ from flask import current_app, json, request
 from werkzeug.exceptions import HTTPException
 
 from schemas.problems import ProblemSchema
-from workers.store import StoreError
+from workers.store import StoreError, decode_token
 from workers.submit import QueueError
 
 log = logging.getLogger(__name__)
@@ -165,3 +165,12 @@ def register(app):
     app.register_error_handler(StoreError, handle_unavailable)
     app.register_error_handler(QueueError, handle_unavailable)
     app.register_error_handler(Exception, handle_unexpected)
+
+
+def check_page_token(token):
+    """400 ``bad_page_token`` unless ``token`` is None or a token a list endpoint issued."""
+    if token:
+        try:
+            decode_token(token)
+        except ValueError as exc:
+            raise ApiError(400, "bad_page_token", str(exc)) from exc

@@ -19,14 +19,14 @@ from schemas.jobs import (
 )
 from schemas.methods import METHODS
 from schemas.results import ResultSchema
-from workers.store import decode_token, load_affinity
+from workers.store import load_affinity
 from workers.submit import submit_job
 
 from . import get_store
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_size, dataset_or_404
-from .errors import ApiError, pointer_messages, problem_docs
+from .errors import ApiError, check_page_token, pointer_messages, problem_docs
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
 
@@ -169,11 +169,7 @@ def create_job(body):
 @blp.response(200, JobListSchema)
 def list_jobs(args):
     """Jobs, newest first, with cursor pagination (``page_token``)."""
-    try:
-        if args.get("page_token"):
-            decode_token(args["page_token"])
-    except ValueError as exc:
-        raise ApiError(400, "bad_page_token", str(exc)) from exc
+    check_page_token(args.get("page_token"))
     recs, token = get_store().list_jobs(state=args.get("state"), page_size=args["page_size"],
                                         page_token=args.get("page_token"))
     return {"jobs": [job_view(r) for r in recs], "next_page_token": token}

@@ -25,13 +25,12 @@ from schemas.sessions import (
     URASCParamsSchema,
 )
 from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
-from workers.store import decode_token
 from workers.submit import submit_session_update
 
 from . import get_store
 from .callbacks import check_callback_url
 from .datasets import dataset_or_404
-from .errors import ApiError, pointer_messages, problem_docs
+from .errors import ApiError, check_page_token, pointer_messages, problem_docs
 
 blp = Blueprint("sessions", __name__, url_prefix="/v1/sessions",
                 description="Active clustering: questions for people and crowds")
@@ -124,11 +123,7 @@ def create_session(body):
 @problem_docs(blp, (400, "Malformed page_token"))
 def list_sessions(args):
     """Sessions, newest first, with cursor pagination (``page_token``) and an optional ``state``."""
-    try:
-        if args.get("page_token"):
-            decode_token(args["page_token"])
-    except ValueError as exc:
-        raise ApiError(400, "bad_page_token", str(exc)) from exc
+    check_page_token(args.get("page_token"))
     ss = _sessions()
     recs, token = ss.list(state=args.get("state"), page_size=args["page_size"], page_token=args.get("page_token"))
     return {"sessions": [session_view(ss, r) for r in recs], "next_page_token": token}
