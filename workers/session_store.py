@@ -28,8 +28,8 @@ import redis
 from .store import PREFIX, dumps, new_id, utcnow_iso
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
-_INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listing)
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
+_INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listing)
 
 # Update fields of a record only while it exists (a deleted session stays deleted).
 _UPDATE_LUA = """
