@@ -227,3 +227,47 @@ METHODS = {
 def method_names():
     """Sorted list of method ids."""
     return sorted(METHODS)
+
+
+# ---------------------------------------------------------------- the catalogue as served
+
+
+class ParamDocSchema(Schema):
+    """One parameter of a method or session strategy, as ``GET /v1/methods`` lists it."""
+
+    name = fields.String()
+    type = fields.String(metadata={"description": "integer, number, boolean, string, 'integer or string', ..."})
+    default = fields.Raw(allow_none=True)
+    nullable = fields.Boolean()
+    choices = fields.List(fields.Raw(), metadata={"description": "the accepted strings"})
+    minimum = fields.Raw(allow_none=True)
+    maximum = fields.Raw(allow_none=True)
+    minimum_exclusive = fields.Raw(allow_none=True)
+    description = fields.String()
+
+
+class PresetSchema(Schema):
+    """A measured parameter set that a job (or a session) names in ``preset``."""
+
+    name = fields.String()
+    description = fields.String(metadata={"description": "what it is for, with its measured numbers"})
+    params = fields.Dict(keys=fields.String())
+    question_type = fields.String(metadata={"description": "session presets only: the sessions it is for"})
+
+
+class MethodDocSchema(Schema):
+    id = fields.String()
+    title = fields.String()
+    constraints = fields.List(fields.String(), metadata={"description": "constraint kinds the method reads"})
+    hard_constraints = fields.Boolean()
+    outputs = fields.List(fields.String())
+    reference = fields.String()
+    presets = fields.List(fields.Nested(PresetSchema))
+    params = fields.List(fields.Nested(ParamDocSchema))
+
+
+class CatalogueSchema(Schema):
+    """``GET /v1/methods``."""
+
+    methods = fields.List(fields.Nested(MethodDocSchema))
+    session_presets = fields.List(fields.Nested(PresetSchema))

@@ -3,7 +3,7 @@
 from flask_smorest import Blueprint
 from marshmallow import fields as mfields
 
-from schemas.methods import METHODS
+from schemas.methods import METHODS, CatalogueSchema
 from schemas.sessions import SESSION_PRESETS
 
 blp = Blueprint("methods", __name__, url_prefix="/v1/methods", description="Available clustering methods")
@@ -30,11 +30,8 @@ def _param_doc(name, field):
     return doc
 
 
-@blp.route("")
-@blp.response(200)
-def list_methods():
-    """Every method with its parameters, defaults, accepted constraint kinds and recommended presets,
-    and the presets of active sessions (``session_presets``, each for one ``question_type``)."""
+def catalogue():
+    """The catalogue as a JSON-able dict (what ``GET /v1/methods`` serves)."""
     out = []
     for name, m in sorted(METHODS.items()):
         schema = m["params"]()
@@ -49,3 +46,13 @@ def list_methods():
             "params": [_param_doc(k, f) for k, f in schema.fields.items()],
         })
     return {"methods": out, "session_presets": SESSION_PRESETS}
+
+
+@blp.route("")
+@blp.response(200, CatalogueSchema)
+def list_methods():
+    """Every method with its parameters, defaults, constraint kinds and presets.
+
+    ``session_presets`` lists the presets of active sessions, each for one ``question_type``.
+    """
+    return catalogue()
