@@ -266,8 +266,17 @@ class MethodDocSchema(Schema):
     params = fields.List(fields.Nested(ParamDocSchema))
 
 
+class SessionStrategiesSchema(Schema):
+    """The strategies and ``params`` of the sessions of one ``question_type``."""
+
+    question_type = fields.String()
+    strategies = fields.List(fields.String(), metadata={"description": "the first is the default"})
+    params = fields.List(fields.Nested(ParamDocSchema))
+
+
 class CatalogueSchema(Schema):
     """``GET /v1/methods``."""
 
     methods = fields.List(fields.Nested(MethodDocSchema))
+    session_strategies = fields.List(fields.Nested(SessionStrategiesSchema))
     session_presets = fields.List(fields.Nested(PresetSchema))

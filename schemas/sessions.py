@@ -59,6 +59,9 @@ class TripletParamsSchema(Schema):
 
 SESSION_STATES = ("INITIALIZING", "ACTIVE", "COMPLETED", "FAILED")
 
+#: question_type -> the strategies its sessions take (the first is the default).
+SESSION_STRATEGIES = {"pairwise": ("urasc", "random"), "triplet": ("uncertainty", "random")}
+
 #: Measured parameter sets a session can name in ``preset`` (listed by ``GET /v1/methods``).
 SESSION_PRESETS = [{
     "name": "noisy_answers",

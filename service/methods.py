@@ -4,7 +4,7 @@ from flask_smorest import Blueprint
 from marshmallow import fields as mfields
 
 from schemas.methods import METHODS, CatalogueSchema
-from schemas.sessions import SESSION_PRESETS
+from schemas.sessions import SESSION_PRESETS, SESSION_STRATEGIES, TripletParamsSchema, URASCParamsSchema
 
 blp = Blueprint("methods", __name__, url_prefix="/v1/methods", description="Available clustering methods")
 
@@ -34,7 +34,6 @@ def catalogue():
     """The catalogue as a JSON-able dict (what ``GET /v1/methods`` serves)."""
     out = []
     for name, m in sorted(METHODS.items()):
-        schema = m["params"]()
         out.append({
             "id": name,
             "title": m["title"],
@@ -43,9 +42,16 @@ def catalogue():
             "outputs": m["outputs"],
             "reference": m["reference"],
             "presets": m.get("presets", []),
-            "params": [_param_doc(k, f) for k, f in schema.fields.items()],
+            "params": _params_doc(m["params"]),
         })
-    return {"methods": out, "session_presets": SESSION_PRESETS}
+    params = {"pairwise": URASCParamsSchema, "triplet": TripletParamsSchema}
+    sessions = [{"question_type": kind, "strategies": list(strategies), "params": _params_doc(params[kind])}
+                for kind, strategies in SESSION_STRATEGIES.items()]
+    return {"methods": out, "session_strategies": sessions, "session_presets": SESSION_PRESETS}
+
+
+def _params_doc(schema_cls):
+    return [_param_doc(k, f) for k, f in schema_cls().fields.items()]
 
 
 @blp.route("")
@@ -53,6 +59,7 @@ def catalogue():
 def list_methods():
     """Every method with its parameters, defaults, constraint kinds and presets.
 
-    ``session_presets`` lists the presets of active sessions, each for one ``question_type``.
+    ``session_strategies`` gives the strategies and parameters of active sessions per
+    ``question_type``, and ``session_presets`` their presets.
     """
     return catalogue()

@@ -12,6 +12,7 @@ from clustering.exceptions import InvalidInputError
 from clustering.validation import check_n_clusters
 from schemas.sessions import (
     SESSION_PRESETS,
+    SESSION_STRATEGIES,
     AnswersRequestSchema,
     AnswersResultSchema,
     ModelSchema,
@@ -81,7 +82,7 @@ def create_session(body):
     n = meta["n_samples"]
     check_callback_url(body["callback_url"])
     triplet = body["question_type"] == "triplet"
-    strategies = ("uncertainty", "random") if triplet else ("urasc", "random")
+    strategies = SESSION_STRATEGIES[body["question_type"]]
     strategy = body["strategy"] or strategies[0]
     if strategy not in strategies:
         raise ApiError(422, "unsupported_strategy",

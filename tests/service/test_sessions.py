@@ -128,3 +128,17 @@ def test_sessions_are_listed_newest_first_page_by_page(client, blobs_dataset):
     for query, pointer in [("state=DONE", "state"), ("page_size=0", "page_size"), ("page_token=%%%", None)]:
         r = client.get(f"/v1/sessions?{query}")
         assert r.status_code in (400, 422) and r.mimetype == PROBLEM, (query, r.json)
+
+
+def test_the_catalogue_lists_each_question_types_strategies_and_parameters(client, blobs_dataset):
+    from schemas.sessions import TripletParamsSchema, URASCParamsSchema
+
+    kinds = {s["question_type"]: s for s in client.get("/v1/methods").json["session_strategies"]}
+    schemas = {"pairwise": URASCParamsSchema, "triplet": TripletParamsSchema}
+    assert set(kinds) == set(schemas)
+    for kind, entry in kinds.items():
+        assert [p["name"] for p in entry["params"]] == list(schemas[kind]().fields)
+        body = {"dataset_id": blobs_dataset[0], "question_type": kind, "n_clusters": 3, "budget": 5}
+        for strategy in entry["strategies"]:  # every listed strategy is accepted; the first is the default
+            assert client.post("/v1/sessions", json={**body, "strategy": strategy}).status_code == 201
+        assert client.post("/v1/sessions", json=body).json["strategy"] == entry["strategies"][0]
