@@ -1,0 +1,141 @@
+"""How much of the noisy-answer loss the final labels could still win (issue #4 diagnostic).
+
+A session is replayed with :func:`bench.active.answer_questions` (same oracle stream and seeds as
+``bench.active``, K unknown). At the budget its certain sets are edited and the last re-clustering
+is run again, scored against the ground truth:
+
+* ``oracle_members``: every member whose class is not its set's majority class leaves the set,
+  and the wrong "yes" answers touching it leave the constraints (a perfect detector of wrong
+  members);
+* ``oracle_answers``: the same, and every other wrong answer is dropped too;
+* ``detector``: members whose leave-one-out label-spreading score exceeds ``log 9`` (the odds of
+  a "yes" with 10% wrong answers) leave their set, founders never, and every "yes" touching them
+  leaves the constraints (no ground truth tells right from wrong); the score is how much more a
+  member's neighbourhood on the base graph leans to another set than to its own (alpha .99,
+  class-mass normalised as in ``URASC``'s label spreading). ``detector_auc`` ranks wrong members
+  above right ones by that score.
+
+It edits ``URASC``'s private session state (``_sets``, ``_set_of``, ``_answers``) on a copy: a
+measurement, not a feature. Findings: bench/README.md, "Active questions".
+
+    python -m bench.active_prune_bound --datasets segment --methods URASC+N/verify --trials 5
+    python -m bench.active_prune_bound --datasets ionosphere --methods URASC+N/verify/B10 --trials 10
+"""
+
+import argparse
+import copy
+import json
+
+import numpy as np
+from sklearn.metrics import roc_auc_score
+
+from bench.active import METHODS, answer_questions
+from bench.datasets import load
+from clustering import URASC
+from clustering._graph import normalized_adjacency
+from clustering._metrics import clustering_scores
+
+LOG_ODDS_OF_A_YES = float(np.log(9.0))
+
+
+def loo_spreading_scores(W, sets, alpha=0.99):
+    """Leave-one-out label-spreading score of every set member (dense solve, n <= a few thousand).
+
+    Returns (members, their set, score): score = log(max over other sets) - log(own set) of the
+    member's class-mass-normalised spreading from all other members.
+    """
+    W = W.toarray() if hasattr(W, "toarray") else np.asarray(W)
+    n = W.shape[0]
+    M, _ = normalized_adjacency(W)
+    M = M.toarray() if hasattr(M, "toarray") else M
+    members = np.concatenate([np.asarray(s, dtype=np.int64) for s in sets])
+    owner = np.concatenate([[l] * len(s) for l, s in enumerate(sets)]).astype(np.int64)
+    E = np.zeros((n, members.size))
+    E[members, np.arange(members.size)] = 1.0
+    Z = np.linalg.solve(np.eye(n) - alpha * M, E)  # column k: the spreading of seed k alone
+    F = np.stack([Z[:, owner == l].sum(axis=1) for l in range(len(sets))], axis=1)
+    mass = F.sum(axis=0)
+    scores = np.zeros(members.size)
+    for k, x in enumerate(members):
+        f, m = F[x].copy(), mass.copy()
+        f[owner[k]] -= Z[x, k]
+        m[owner[k]] -= Z[:, k].sum()
+        f /= np.maximum(m, 1e-300)
+        other = np.delete(f, owner[k]).max() if len(sets) > 1 else 0.0
+        scores[k] = np.log(max(other, 1e-300)) - np.log(max(f[owner[k]], 1e-300))
+    return members, owner, scores
+
+
+def relabel(est, y, drop, answer_out):
+    """ARI after taking ``drop`` out of their sets, and the answers ``answer_out(i, j, a)``
+    out of the constraints, on a copy of the session."""
+    e = copy.deepcopy(est)
+    drop = {int(v) for v in drop}
+    sets = [[v for v in s if v not in drop] or [s[0]] for s in e._sets]
+    e._sets = sets
+    e._set_of[:] = -1
+    for l, s in enumerate(sets):
+        e._set_of[s] = l
+    e._answers = [(i, j, a) for i, j, a in e._answers if not answer_out(i, j, a)]
+    e._recluster()
+    return clustering_scores(y, e.labels_)["ari"]
+
+
+def run_one(X, y, method, noise, trial, budget):
+    params, batch, votes = METHODS[method]
+    est = URASC(n_clusters=None, budget=budget, random_state=trial, **params).fit(X)
+    for _ in answer_questions(est, y, noise, trial, batch, votes):
+        pass
+    est.update()
+    sets = [list(s) for s in est._sets]
+    majority = [np.bincount(y[s]).argmax() for s in sets]
+    members, owner, scores = loo_spreading_scores(est._W0, sets)
+    wrong = np.array([y[x] != majority[l] for x, l in zip(members, owner)])
+    founders = {s[0] for s in sets}
+    flagged = {int(x) for x, s in zip(members, scores) if s > LOG_ODDS_OF_A_YES and x not in founders}
+    out = {int(x) for x in members[wrong]}
+    both = 0 < wrong.sum() < wrong.size
+    return {
+        "trial": trial, "n_sets": len(sets), "n_members": int(members.size), "n_wrong_members": int(wrong.sum()),
+        "ari": clustering_scores(y, est.labels_)["ari"],
+        "oracle_members": relabel(est, y, out, lambda i, j, a: a == 1 and (i in out or j in out) and y[i] != y[j]),
+        "oracle_answers": relabel(est, y, out, lambda i, j, a: a >= 0 and (a == 1) != (y[i] == y[j])),
+        "detector": relabel(est, y, flagged, lambda i, j, a: a == 1 and (i in flagged or j in flagged)),
+        "n_flagged": len(flagged),
+        "n_flagged_wrong": len(flagged & out),
+        "detector_auc": float(roc_auc_score(wrong, scores)) if both else None,
+    }
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--datasets", default="segment")
+    ap.add_argument("--methods", default="URASC+N/verify")
+    ap.add_argument("--trials", type=int, default=5)
+    ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--out", default="bench/results/active_prune_bound.json")
+    args = ap.parse_args()
+    rows = []
+    keys = ("ari", "oracle_members", "oracle_answers", "detector")
+    print(f"{'dataset':<11} {'method':<20} {'noise':>5}  " + " ".join(f"{k:>14}" for k in keys))
+    for ds in args.datasets.split(","):
+        X, y = load(ds)
+        for method in args.methods.split(","):
+            for noise in (0.1, 0.0):
+                runs = [run_one(X, y, method, noise, t, args.budget) for t in range(args.trials)]
+                rows.append({"dataset": ds, "method": method, "noise": noise, "trials": runs})
+                print(f"{ds:<11} {method:<20} {noise:>5}  "
+                      + " ".join(f"{np.mean([r[k] for r in runs]):>14.3f}" for k in keys), flush=True)
+    try:
+        with open(args.out) as f:
+            old = json.load(f)["rows"]
+    except FileNotFoundError:
+        old = []
+    done = {(r["dataset"], r["method"]) for r in rows}
+    rows = [r for r in old if (r["dataset"], r["method"]) not in done] + rows
+    with open(args.out, "w") as f:
+        json.dump({"budget": args.budget, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
