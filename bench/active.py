@@ -155,6 +155,16 @@ def answer_questions(est, y, noise, trial, batch=1, votes=1):
         yield elapsed
 
 
+def replay(X, y, method, noise, trial, budget, n_clusters=None):
+    """A whole seeded session of ``method`` (a :data:`METHODS` key) answered by the simulated
+    oracle up to ``budget`` questions; returns the updated :class:`URASC`."""
+    params, batch, votes = METHODS[method]
+    est = URASC(n_clusters=n_clusters, budget=budget, random_state=trial, **params).fit(X)
+    for _ in answer_questions(est, y, noise, trial, batch, votes):
+        pass
+    return est.update()
+
+
 def run_one(X, y, method, k_mode, noise, trial, budgets):
     """One seeded session against a simulated oracle (``specs/urasc.md`` §4.4).
 

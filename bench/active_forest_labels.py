@@ -15,9 +15,8 @@ import time
 
 import numpy as np
 
-from bench.active import METHODS, answer_questions
+from bench.active import replay
 from bench.datasets import load
-from clustering import URASC
 from clustering._cop_rf import COPRF
 from clustering._metrics import clustering_scores
 
@@ -30,11 +29,7 @@ FORESTS = {
 
 def run_one(X, y, method, noise, trial, budget, n_estimators):
     """One session (K unknown) and the ARI of URASC's and of each forest's labels at ``budget``."""
-    params, batch, _ = METHODS[method]
-    est = URASC(n_clusters=None, budget=budget, random_state=trial, **params).fit(X)
-    for _ in answer_questions(est, y, noise, trial, batch):
-        pass
-    est.update()
+    est = replay(X, y, method, noise, trial, budget)
     row = {"n_clusters": int(est.n_clusters_), "urasc": clustering_scores(y, est.labels_)["ari"]}
     told = est.answers_[est.answers_[:, 2] >= 0]
     for name, params in FORESTS.items():

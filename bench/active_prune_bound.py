@@ -1,6 +1,6 @@
 """How much of the noisy-answer loss the final labels could still win (issue #4 diagnostic).
 
-A session is replayed with :func:`bench.active.answer_questions` (same oracle stream and seeds as
+A session is replayed with :func:`bench.active.replay` (same oracle stream and seeds as
 ``bench.active``, K unknown). At the budget its certain sets are edited and the last re-clustering
 is run again, scored against the ground truth:
 
@@ -29,9 +29,8 @@ import json
 import numpy as np
 from sklearn.metrics import roc_auc_score
 
-from bench.active import METHODS, answer_questions
+from bench.active import replay
 from bench.datasets import load
-from clustering import URASC
 from clustering._graph import normalized_adjacency
 from clustering._metrics import clustering_scores
 
@@ -82,11 +81,7 @@ def relabel(est, y, drop, answer_out):
 
 
 def run_one(X, y, method, noise, trial, budget):
-    params, batch, votes = METHODS[method]
-    est = URASC(n_clusters=None, budget=budget, random_state=trial, **params).fit(X)
-    for _ in answer_questions(est, y, noise, trial, batch, votes):
-        pass
-    est.update()
+    est = replay(X, y, method, noise, trial, budget)
     sets = [list(s) for s in est._sets]
     majority = [np.bincount(y[s]).argmax() for s in sets]
     members, owner, scores = loo_spreading_scores(est._W0, sets)
