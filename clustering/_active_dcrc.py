@@ -60,7 +60,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
     max_iter : int >= 1, default=100
         DCRC's EM iterations per fit. Each answer batch refits, so this
         bounds a session pass: on 20000 rows and 26 clusters EM runs all 100
-        (29-74 s per refit on one core). 30 takes 16-35 s there (segment:
+        (31-34 s per refit on one core). 30 takes 14-18 s there (segment:
         1.0 s per pass instead of 1.8 s) and costs little ARI on the
         benchmark sets (``bench/README.md``, Active triplets).
     warm_start : bool, default=True

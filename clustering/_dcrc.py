@@ -220,7 +220,7 @@ def _entropy_rows(lp):
     return -np.einsum("ik,ik->i", p, np.where(p > 0, lp, 0.0))
 
 
-def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters):
+def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters, work=None):
     """Negative M-step objective -F(W) (DC-15) and its gradient (DC-16).
 
     Parameters
@@ -233,14 +233,21 @@ def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters):
         Constrained / unconstrained instances.
     q : ndarray of shape (len(c_idx), K)
         Mean-field posteriors of the constrained instances (fixed).
+    work : dict or None
+        Scratch arrays ``"lp"``, ``"p"``, ``"G"`` of shape (K, N), float64, reused
+        across calls (:func:`_workspace`). The arithmetic is the same with or
+        without; fresh (K, N) arrays on every call cost page faults: on letter
+        (20000 x 16, K = 26) 11.6 ms per call against 5.5 ms.
     """
     K = n_clusters
     N, D = Xa.shape
     W = w_flat.reshape(K, D)
     # (K, N) layout: the per-sample reductions over K run across contiguous rows
-    lp = W @ Xa.T
+    if work is None:
+        work = _workspace(K, N)
+    lp = np.matmul(W, Xa.T, out=work["lp"])
     lp -= lp.max(axis=0)
-    p = np.exp(lp)
+    p = np.exp(lp, out=work["p"])
     s = p.sum(axis=0)
     p /= s
     lp -= np.log(s)
@@ -250,7 +257,7 @@ def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters):
     use_b = balance and tau > 0
     if use_u or use_b:
         # dF/dz_i = p_i * (a_i (lp_i + H_i) - b (lphat - p_i . lphat)),  a_i = tau/|U| on U, b = tau/N
-        G = np.empty_like(p)
+        G = work["G"]
         if use_u:
             a = np.zeros(N)
             a[u_idx] = tau / u_idx.size
@@ -279,16 +286,21 @@ def _neg_objective(w_flat, Xa, c_idx, q, u_idx, lam, tau, balance, n_clusters):
     return -F, -grad.ravel()
 
 
+def _workspace(K, N):
+    """Scratch arrays for :func:`_neg_objective` (see its ``work``)."""
+    return {"lp": np.empty((K, N)), "p": np.empty((K, N)), "G": np.empty((K, N))}
+
+
 def _q_entropy_term(q):
     return -float(np.sum(np.where(q > 0, q * np.log(np.where(q > 0, q, 1.0)), 0.0)))
 
 
-def _lower_bound(W, Xa, c_idx, u_idx, q, tri_loc, answer, weight, eps, hard, lam, tau, balance):
+def _lower_bound(W, Xa, c_idx, u_idx, q, tri_loc, answer, weight, eps, hard, lam, tau, balance, work=None):
     """DC-10b. In hard mode (eps = 0) the constraint term is 0 when every
     triplet is satisfied under Q and -inf otherwise; we report it as 0 and
     the rest of the bound (documented in ``lower_bound_``)."""
     K = W.shape[0]
-    negF, _ = _neg_objective(W.ravel(), Xa, c_idx, q, u_idx, lam, tau, balance, K)
+    negF, _ = _neg_objective(W.ravel(), Xa, c_idx, q, u_idx, lam, tau, balance, K, work)
     lb = -negF + _q_entropy_term(q)
     if tri_loc.shape[0] and not hard:
         probs = _answer_proba(q[tri_loc[:, 0]], q[tri_loc[:, 1]], q[tri_loc[:, 2]])
@@ -663,8 +675,10 @@ class DCRC(ClusterMixin, BaseEstimator):
         # 4. colouring
         plan = _EStepPlan(tri_loc, ans, weight, c_idx.size) if M else None
 
+        work = _workspace(K, N)  # scratch of the M-step objective, reused by every call
+
         def lb(W_, q_):
-            return _lower_bound(W_, Xa, c_idx, u_idx, q_, tri_loc, ans, weight, eps, hard, lam, tau, balance)
+            return _lower_bound(W_, Xa, c_idx, u_idx, q_, tri_loc, ans, weight, eps, hard, lam, tau, balance, work)
 
         # 5. EM from each start for a few iterations; continue the one with the
         # largest bound to convergence (spec 7.7, restarts are our choice)
@@ -676,13 +690,13 @@ class DCRC(ClusterMixin, BaseEstimator):
             for r, W in enumerate(inits):
                 run = self._em_start(W, Xa, c_idx)
                 self._em(run, screen, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb,
-                         lambda f, r=r: report("em", 0.05 + 0.45 * (r + f) / len(inits)))
+                         lambda f, r=r: report("em", 0.05 + 0.45 * (r + f) / len(inits)), work)
                 runs.append(run)
             screen_bounds = [run["bounds"][-1] for run in runs]
             best = runs[int(np.argmax(screen_bounds))]
             if not best["converged"] and best["n_iter"] < self.max_iter:
                 self._em(best, self.max_iter, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb,
-                         lambda f: report("em", 0.5 + 0.45 * f))
+                         lambda f: report("em", 0.5 + 0.45 * f), work)
         W, q, lp, n_iter, converged = best["W"], best["q"], best["lp"], best["n_iter"], best["converged"]
         bounds, sweeps = best["bounds"], best["sweeps"]
         final_bounds = screen_bounds
@@ -742,7 +756,8 @@ class DCRC(ClusterMixin, BaseEstimator):
         return {"W": W, "q": np.exp(lp[c_idx]), "lp": lp, "n_iter": 0, "converged": False,
                 "bounds": [], "sweeps": [], "prev_lb": None, "stable": 0, "prev_args": None}
 
-    def _em(self, run, stop, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb, progress):
+    def _em(self, run, stop, Xa, c_idx, u_idx, plan, log_gamma, hard, lam, tau, balance, lb, progress,
+            work=None):
         """Variational EM (spec 4.1 step 5) on the state ``run`` until
         ``run["n_iter"] == stop`` or convergence; resumable."""
         W, q, lp = run["W"], run["q"], run["lp"]
@@ -762,7 +777,7 @@ class DCRC(ClusterMixin, BaseEstimator):
             res = minimize(
                 _neg_objective,
                 W.ravel(),
-                args=(Xa, c_idx, q, u_idx, lam, tau, balance, K),
+                args=(Xa, c_idx, q, u_idx, lam, tau, balance, K, work),
                 jac=True,
                 method="L-BFGS-B",
                 options={"maxiter": self.max_lbfgs_iter, "gtol": 1e-6},
