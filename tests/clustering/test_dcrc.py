@@ -19,6 +19,7 @@ from clustering._dcrc import (
     _EStepPlan,
     _ideal_answer,
     _neg_objective,
+    _workspace,
 )
 from clustering.exceptions import ConstraintWarning, InvalidInputError
 
@@ -135,6 +136,22 @@ def test_mstep_gradient_matches_finite_differences(balance, u_empty):
         w = rng.normal(size=K * (d + 1))
         err = check_grad(f, g, w, epsilon=1e-6)
         assert err / np.linalg.norm(g(w)) < 1e-5
+
+
+@pytest.mark.parametrize("balance, tau", [(True, 0.7), (False, 0.7), (False, 0.0)])
+def test_mstep_scratch_arrays_change_nothing(balance, tau):
+    """The reused workspace gives the values of fresh arrays, call after call (no state leaks)."""
+    rng = np.random.default_rng(3)
+    N, d, K = 50, 3, 4
+    Xa = _augment(rng.normal(size=(N, d)))
+    c_idx, u_idx = np.arange(0, N, 3), np.setdiff1d(np.arange(N), np.arange(0, N, 3))
+    q = rng.dirichlet(np.ones(K), size=c_idx.size)
+    work = _workspace(K, N)
+    for _ in range(3):
+        w = rng.normal(size=K * (d + 1))
+        f0, g0 = _neg_objective(w, Xa, c_idx, q, u_idx, 0.05, tau, balance, K)
+        f1, g1 = _neg_objective(w, Xa, c_idx, q, u_idx, 0.05, tau, balance, K, work)
+        assert f1 == f0 and np.array_equal(g1, g0)
 
 
 def test_lower_bound_never_decreases(blobs):
