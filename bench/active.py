@@ -156,8 +156,29 @@ def answer_questions(est, y, noise, trial, batch=1, votes=1):
 
 
 def replay(X, y, method, noise, trial, budget, n_clusters=None):
-    """A whole seeded session of ``method`` (a :data:`METHODS` key) answered by the simulated
-    oracle up to ``budget`` questions; returns the updated :class:`URASC`."""
+    """A whole seeded session answered by the simulated oracle (:func:`answer_questions`).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    y : ndarray of shape (n_samples,), int
+        Ground-truth classes.
+    method : str
+        Key of :data:`METHODS` (URASC parameters, batch size, answers per question).
+    noise : float in [0, 1)
+        Probability that one answer is flipped.
+    trial : int
+        Seed of the estimator and of the oracle.
+    budget : int
+        Questions asked before the session stops.
+    n_clusters : int or None, default=None
+        K if known.
+
+    Returns
+    -------
+    URASC
+        The session after its last answer, re-clustered (``update()`` done).
+    """
     params, batch, votes = METHODS[method]
     est = URASC(n_clusters=n_clusters, budget=budget, random_state=trial, **params).fit(X)
     for _ in answer_questions(est, y, noise, trial, batch, votes):

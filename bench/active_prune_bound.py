@@ -38,10 +38,27 @@ LOG_ODDS_OF_A_YES = float(np.log(9.0))
 
 
 def loo_spreading_scores(W, sets, alpha=0.99):
-    """Leave-one-out label-spreading score of every set member (dense solve, n <= a few thousand).
+    """Leave-one-out label-spreading score of every certain-set member.
 
-    Returns (members, their set, score): score = log(max over other sets) - log(own set) of the
-    member's class-mass-normalised spreading from all other members.
+    Label spreading (Zhou et al. 2004) from all other members, class-mass normalised as in
+    ``URASC``'s labels: score = log max over other sets - log own set, so > 0 means the other
+    members put the member elsewhere. Dense solve: n up to a few thousand.
+
+    Parameters
+    ----------
+    W : ndarray or sparse matrix of shape (n, n), float64
+        The base graph (symmetric, non-negative).
+    sets : list of list of int
+        The certain sets (row indices).
+    alpha : float in (0, 1), default=0.99
+        Spreading strength (``URASC``'s ``propagation_alpha``).
+
+    Returns
+    -------
+    members : ndarray of shape (m,), int64
+    owner : ndarray of shape (m,), int64
+        Each member's set.
+    scores : ndarray of shape (m,), float64
     """
     W = W.toarray() if hasattr(W, "toarray") else np.asarray(W)
     n = W.shape[0]
@@ -66,8 +83,24 @@ def loo_spreading_scores(W, sets, alpha=0.99):
 
 
 def relabel(est, y, drop, answer_out):
-    """ARI after taking ``drop`` out of their sets, and the answers ``answer_out(i, j, a)``
-    out of the constraints, on a copy of the session."""
+    """ARI of the last re-clustering after editing a copy of the session.
+
+    Parameters
+    ----------
+    est : URASC
+        A finished session (left unchanged).
+    y : ndarray of shape (n_samples,), int
+        Ground-truth classes.
+    drop : iterable of int
+        Members taken out of their sets (a set keeps its founder if it would be empty).
+    answer_out : callable
+        ``answer_out(i, j, a)`` -> True for a told answer to leave the constraints.
+
+    Returns
+    -------
+    float
+        Adjusted Rand index.
+    """
     e = copy.deepcopy(est)
     drop = {int(v) for v in drop}
     sets = [[v for v in s if v not in drop] or [s[0]] for s in e._sets]
@@ -81,6 +114,8 @@ def relabel(est, y, drop, answer_out):
 
 
 def run_one(X, y, method, noise, trial, budget):
+    """One replayed session (K unknown) scored as is, with the two oracles and with the detector;
+    a JSON-able dict (see the module docstring)."""
     est = replay(X, y, method, noise, trial, budget)
     sets = [list(s) for s in est._sets]
     majority = [np.bincount(y[s]).argmax() for s in sets]

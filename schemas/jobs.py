@@ -4,7 +4,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from .constraints import ConstraintsSchema
 from .fields import Matrix, StrictInteger
-from .paging import list_args_schema
+from .paging import PageArgsSchema
 
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
 
@@ -73,7 +73,8 @@ class JobSchema(Schema):
     callback_url = fields.String(allow_none=True)
 
 
-JobListArgsSchema = list_args_schema(STATES, "JobListArgsSchema")
+class JobListArgsSchema(PageArgsSchema):
+    state = fields.String(load_default=None, validate=validate.OneOf(STATES))
 
 
 class JobListSchema(Schema):

@@ -3,19 +3,12 @@
 from marshmallow import Schema, fields, validate
 
 
-def list_args_schema(states, name):
-    """The query schema of a list endpoint: ``state`` (one of ``states``), ``page_size``, ``page_token``.
+class PageArgsSchema(Schema):
+    """The query of a list endpoint: ``page_size`` and the ``page_token`` of the previous page.
 
-    Parameters
-    ----------
-    states : sequence of str
-        The states a client may filter on.
-    name : str
-        Class name (shown in the OpenAPI document).
+    A list endpoint subclasses it with its own ``state`` filter.
     """
-    return type(name, (Schema,), {
-        "state": fields.String(load_default=None, validate=validate.OneOf(states)),
-        "page_size": fields.Integer(strict=False, load_default=20, validate=validate.Range(min=1, max=100)),
-        "page_token": fields.String(load_default=None, metadata={"description": "next_page_token of the "
-                                                                                "previous page"}),
-    })
+
+    page_size = fields.Integer(strict=False, load_default=20, validate=validate.Range(min=1, max=100))
+    page_token = fields.String(load_default=None, metadata={"description": "next_page_token of the "
+                                                                           "previous page"})

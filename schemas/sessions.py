@@ -3,7 +3,7 @@
 from marshmallow import RAISE, Schema, fields, validate
 
 from .fields import FiniteFloat, NumberOrChoice, StrictInteger, one_of
-from .paging import list_args_schema
+from .paging import PageArgsSchema
 
 
 class URASCParamsSchema(Schema):
@@ -153,8 +153,10 @@ class SessionSchema(Schema):
     callback_url = fields.String(allow_none=True)
 
 
-#: ``GET /v1/sessions`` query: newest first, cursor pagination as for jobs.
-SessionListArgsSchema = list_args_schema(SESSION_STATES, "SessionListArgsSchema")
+class SessionListArgsSchema(PageArgsSchema):
+    """``GET /v1/sessions`` query: newest first, cursor pagination as for jobs."""
+
+    state = fields.String(load_default=None, validate=validate.OneOf(SESSION_STATES))
 
 
 class SessionListSchema(Schema):

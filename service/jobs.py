@@ -27,6 +27,7 @@ from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_size, dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
+from .presets import params_with_preset
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
 
@@ -102,12 +103,10 @@ def _check_method(body, n_samples, n_features):
                        errors={"/method": [f"must be one of {', '.join(sorted(METHODS))}"]})
     presets = {p["name"]: p["params"] for p in METHODS[method].get("presets", [])}
     preset = body.get("preset")
-    if preset is not None and preset not in presets:
-        raise ApiError(422, "unknown_preset", f"method {method!r} has no preset {preset!r}",
-                       errors={"/preset": [f"must be one of {', '.join(sorted(presets))}" if presets
-                                           else f"{method} has no presets"]})
+    merged = params_with_preset(presets, preset, body.get("params") or {},
+                                f"method {method!r} has no preset {preset!r}", f"{method} has no presets")
     try:
-        params = METHODS[method]["params"]().load({**presets.get(preset, {}), **(body.get("params") or {})})
+        params = METHODS[method]["params"]().load(merged)
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
                        errors=pointer_messages(exc.messages, "/params")) from exc

@@ -1,5 +1,7 @@
 """The method catalogue: ``GET /v1/methods``."""
 
+import functools
+
 from flask_smorest import Blueprint
 from marshmallow import fields as mfields
 
@@ -30,8 +32,13 @@ def _param_doc(name, field):
     return doc
 
 
+@functools.cache
 def catalogue():
-    """The catalogue as a JSON-able dict (what ``GET /v1/methods`` serves)."""
+    """The catalogue as a JSON-able dict (what ``GET /v1/methods`` serves).
+
+    Built from the static schemas once per process, on the first request; callers must not
+    change it.
+    """
     out = []
     for name, m in sorted(METHODS.items()):
         out.append({

@@ -32,6 +32,7 @@ from . import get_store
 from .callbacks import check_callback_url
 from .datasets import dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
+from .presets import params_with_preset
 
 blp = Blueprint("sessions", __name__, url_prefix="/v1/sessions",
                 description="Active clustering: questions for people and crowds")
@@ -96,15 +97,12 @@ def create_session(body):
         k = check_n_clusters(body["n_clusters"], n, allow_none=True)
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
-    presets = {p["name"]: p["params"] for p in SESSION_PRESETS if p["question_type"] == body["question_type"]}
-    preset = body["preset"]
-    if preset is not None and preset not in presets:
-        raise ApiError(422, "unknown_preset", f"{body['question_type']} sessions have no preset {preset!r}",
-                       errors={"/preset": [f"must be one of {', '.join(sorted(presets))}" if presets
-                                           else f"{body['question_type']} sessions have no presets"]})
+    kind, preset = body["question_type"], body["preset"]
+    presets = {p["name"]: p["params"] for p in SESSION_PRESETS if p["question_type"] == kind}
+    merged = params_with_preset(presets, preset, body["params"], f"{kind} sessions have no preset {preset!r}",
+                                f"{kind} sessions have no presets")
     try:
-        params = (TripletParamsSchema if triplet else URASCParamsSchema)().load(
-            {**presets.get(preset, {}), **body["params"]})
+        params = (TripletParamsSchema if triplet else URASCParamsSchema)().load(merged)
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", "invalid session parameters",
                        errors=pointer_messages(exc.messages, "/params")) from exc
@@ -190,7 +188,7 @@ def post_answers(body, session_id):
             outcome, item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"
         else:
             outcome = ss.record_answer(session_id, a["question_id"], a["answer"], a.get("worker_id"),
-                                       a.get("assignment_id"), rec["revision"])
+                                       a.get("assignment_id"), rec["revision"], rec["answers_per_question"])
             if outcome == "accepted:ready":
                 outcome, ready = "accepted", True
             elif outcome.startswith("rejected:"):

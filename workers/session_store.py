@@ -130,6 +130,10 @@ class SessionStore:
             return None
         return {k.decode(): json.loads(v) for k, v in raw.items()}
 
+    def exists(self, sid):
+        """Whether the session's record exists (not deleted or expired)."""
+        return bool(self.r.exists(self._key(sid)))
+
     def update(self, sid, **fields):
         """Set record fields; False (nothing written) if the session does not exist."""
         fields["updated_at"] = utcnow_iso()
@@ -241,8 +245,11 @@ class SessionStore:
                 break
         return out
 
-    def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision):
+    def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision, answers_per_question=None):
         """Append one answer atomically.
+
+        ``answers_per_question`` is the session's (the caller usually holds the
+        record already); None reads it from the record.
 
         Returns
         -------
@@ -255,11 +262,13 @@ class SessionStore:
                               "revision": revision, "at": time.time()})
         keys = [self._key(sid, ":questions"), self._key(sid, f":answers:{qid}"),
                 self._key(sid, ":assignments"), self._key(sid, ":ready")]
-        rec = self.get(sid)
-        if rec is None:
-            return "rejected:the session was deleted"
+        if answers_per_question is None:  # the caller has not read the record
+            rec = self.get(sid)
+            if rec is None:
+                return "rejected:the session was deleted"
+            answers_per_question = rec["answers_per_question"]
         out = self._answer_script(keys=[self._key(sid)] + keys,
-                                  args=[qid, assignment_id or "", payload, rec["answers_per_question"]])
+                                  args=[qid, assignment_id or "", payload, answers_per_question])
         self.r.expire(self._key(sid, f":answers:{qid}"), self.settings.job_ttl)
         return out.decode() if isinstance(out, bytes) else out
 

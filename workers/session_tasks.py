@@ -262,18 +262,20 @@ def session_update(self, sid):
         if rec is None:
             ss.finish_update(sid)
             return
+        failure = None
         try:
             outcome = update_once(store, ss, sid)
         except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
-            if ss.get(sid) is not None:
-                log.exception("session %s update failed", sid)
-            ss.update(sid, state="FAILED", pass_started_at=None,
-                      error=problem("session_update_failed", "Re-clustering failed", 500,
-                                    f"{type(exc).__name__}: {exc}"))
-            outcome = ("FAILED", rec["observed_revision"])  # the last good model's
-        if ss.get(sid) is None:  # deleted during the pass: drop what the pass wrote back, no event
+            failure = exc
+        if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event
             ss.delete(sid)
             return
+        if failure is not None:
+            log.error("session %s update failed", sid, exc_info=failure)
+            ss.update(sid, state="FAILED", pass_started_at=None,
+                      error=problem("session_update_failed", "Re-clustering failed", 500,
+                                    f"{type(failure).__name__}: {failure}"))
+            outcome = ("FAILED", rec["observed_revision"])  # the last good model's
         _notify(sid, rec.get("callback_url"), *outcome)
         if ss.take_pending(sid):
             continue

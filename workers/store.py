@@ -250,13 +250,36 @@ class Store:
                                       page_token=page_token)
 
     def page_newest_first(self, zkey, load, *, state=None, page_size=20, page_token=None):
-        """One page of the records indexed in the sorted set ``zkey`` (score = ``created_ts``).
+        """One page of the records indexed in the sorted set ``zkey`` (score = ``created_ts``), newest first.
 
-        Newest first; ``load(id)`` reads a record (None once expired: the id is
-        dropped from the index). The token encodes the (created_ts, id) of the
-        last item returned, so pages stay stable while new records arrive.
-        Returns ``(records, next_page_token)``; ``state`` keeps only records in
-        that state.
+        Parameters
+        ----------
+        zkey : str
+            Redis sorted set: record id -> creation time (Unix seconds).
+        load : callable
+            ``load(id)`` -> the record (a dict with ``id``, ``state`` and
+            ``created_ts``), or None once it expired or was deleted; such ids
+            are dropped from the index.
+        state : str or None
+            Keep only records in this state.
+        page_size : int >= 1
+        page_token : str or None
+            ``next_page_token`` of the previous page; it encodes the
+            (created_ts, id) of that page's last record, so pages stay stable
+            while new records arrive.
+
+        Returns
+        -------
+        records : list of dict
+            At most ``page_size``.
+        next_page_token : str or None
+            None when the page is not full (a full page may be followed by an
+            empty one).
+
+        Raises
+        ------
+        ValueError
+            A malformed ``page_token`` (the service checks it first: 400).
         """
         max_score, last_id = "+inf", None
         if page_token:
