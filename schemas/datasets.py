@@ -3,6 +3,7 @@
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from .fields import Matrix
+from .paging import PageArgsSchema
 
 
 class DatasetCreateSchema(Schema):
@@ -66,3 +67,12 @@ class DatasetSchema(Schema):
     checksum = fields.String(metadata={"description": "sha256 of the float64 matrix bytes"})
     created_at = fields.String()
     expires_at = fields.String(allow_none=True)
+
+
+class DatasetListArgsSchema(PageArgsSchema):
+    """``GET /v1/datasets`` query: newest first, cursor pagination as for jobs."""
+
+
+class DatasetListSchema(Schema):
+    datasets = fields.List(fields.Nested(DatasetSchema))
+    next_page_token = fields.String(allow_none=True)

@@ -21,3 +21,5 @@ class ProblemSchema(Schema):
         fields.Dict(),
         metadata={"description": "Contradictory constraints (cannot-link pair and must-link chain)"},
     )
+    jobs = fields.List(fields.String(), metadata={"description": "dataset_in_use: ids of its unfinished jobs"})
+    sessions = fields.List(fields.String(), metadata={"description": "dataset_in_use: ids of its open sessions"})

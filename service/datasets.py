@@ -1,12 +1,13 @@
-"""Datasets: upload (validated, stored as float64), metadata, delete."""
+"""Datasets: upload (validated, stored as float64), metadata, list, delete."""
 
 from flask import current_app, url_for
 from flask_smorest import Blueprint
 
-from schemas.datasets import DatasetCreateSchema, DatasetSchema
+from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, DatasetListSchema, DatasetSchema
+from workers.session_store import dataset_in_use
 
 from . import get_store
-from .errors import ApiError, problem_docs
+from .errors import ApiError, check_page_token, problem_docs
 
 blp = Blueprint("datasets", __name__, url_prefix="/v1/datasets", description="Upload and manage datasets")
 
@@ -49,6 +50,17 @@ def create_dataset(body):
     return meta, 201, {"Location": url_for("datasets.get_dataset", dataset_id=meta["id"])}
 
 
+@blp.route("", methods=["GET"])
+@blp.arguments(DatasetListArgsSchema, location="query")
+@blp.response(200, DatasetListSchema)
+@problem_docs(blp, (400, "Malformed page_token"))
+def list_datasets(args):
+    """Dataset metadata, newest first, with cursor pagination (``page_token``)."""
+    check_page_token(args.get("page_token"))
+    recs, token = get_store().list_datasets(page_size=args["page_size"], page_token=args.get("page_token"))
+    return {"datasets": recs, "next_page_token": token}
+
+
 @blp.route("/<string:dataset_id>")
 @blp.response(200, DatasetSchema)
 @problem_docs(blp, (404, "Unknown or expired dataset"))
@@ -59,9 +71,26 @@ def get_dataset(dataset_id):
 
 @blp.route("/<string:dataset_id>", methods=["DELETE"])
 @blp.response(204)
-@problem_docs(blp, (404, "Unknown or expired dataset"))
+@problem_docs(blp, (404, "Unknown or expired dataset"),
+              (409, "Jobs still queued or running, or sessions still open, on this dataset"))
 def delete_dataset(dataset_id):
-    """Delete a dataset (jobs already finished keep their results)."""
-    if not get_store().delete_dataset(dataset_id):
+    """Delete a dataset; jobs already finished and completed sessions keep their results.
+
+    While a job on it is QUEUED or RUNNING, or a session on it is INITIALIZING
+    or ACTIVE, the answer is 409 ``dataset_in_use`` with their ids in ``jobs``
+    and ``sessions``: cancel the jobs (``POST /v1/jobs/{id}/cancel``) or delete
+    the sessions (``DELETE /v1/sessions/{id}``) first, so no worker loses its
+    data mid-run.
+    """
+    store = get_store()
+    dataset_or_404(store, dataset_id)
+    busy = dataset_in_use(store, dataset_id)
+    if busy["jobs"] or busy["sessions"]:
+        users = [f"{len(ids)} {what}" for ids, what in ((busy["jobs"], "unfinished job(s)"),
+                                                          (busy["sessions"], "open session(s)")) if ids]
+        raise ApiError(409, "dataset_in_use", f"dataset {dataset_id!r} is still used by {' and '.join(users)}; "
+                       "cancel the jobs or delete the sessions first", jobs=busy["jobs"],
+                       sessions=busy["sessions"])
+    if not store.delete_dataset(dataset_id):
         raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired")
     return ""

@@ -25,11 +25,14 @@ import time
 
 import redis
 
+from .store import ACTIVE as UNFINISHED_JOB_STATES
 from .store import PREFIX, dumps, new_id, utcnow_iso
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
 _INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listing)
+#: Session states in which a worker may still read the session's dataset.
+OPEN_STATES = ("INITIALIZING", "ACTIVE")
 
 # Update fields of a record only while it exists (a deleted session stays deleted).
 _UPDATE_LUA = """
@@ -105,6 +108,7 @@ class SessionStore:
         with self.r.pipeline() as pipe:
             pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
             pipe.zadd(_INDEX, {sid: now})
+            self.store.add_dataset_user(pipe, dataset_id, "session", sid)
             pipe.execute()
         self._touch(sid)
         return rec
@@ -336,3 +340,31 @@ class SessionStore:
 
     def finish_update(self, sid):
         self.r.delete(self._key(sid, ":update"))
+
+
+def dataset_in_use(store, did):
+    """The unfinished jobs and open sessions that still need dataset ``did``.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    did : str
+
+    Returns
+    -------
+    dict
+        ``{"jobs": [...], "sessions": [...]}``: ids of jobs QUEUED or RUNNING
+        and of sessions INITIALIZING or ACTIVE on the dataset, sorted. Users
+        whose records expired or were deleted are dropped from the dataset's
+        user set on the way.
+    """
+    sessions = SessionStore(store)
+    busy, gone = {"jobs": [], "sessions": []}, []
+    for kind, rid in store.dataset_users(did):
+        rec = store.get_job(rid) if kind == "job" else sessions.get(rid)
+        if rec is None:
+            gone.append((kind, rid))
+        elif rec["state"] in (UNFINISHED_JOB_STATES if kind == "job" else OPEN_STATES):
+            busy[f"{kind}s"].append(rid)
+    store.forget_dataset_users(did, gone)
+    return busy

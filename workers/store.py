@@ -5,6 +5,8 @@ Layout (all keys prefixed ``shoal:``)::
     dataset:{id}          hash   meta fields (name, n_samples, ...), JSON values
     dataset:{id}:X        bytes  float64 matrix as .npy (loaded with allow_pickle=False)
     dataset:{id}:aux      bytes  JSON {"labels": [...] | null, "item_ids": [...] | null}
+    dataset:{id}:users    set    "job:{id}" / "session:{id}" of every job and session on it
+    datasets              zset   dataset ids by creation time (listing, pagination)
     job:{id}              hash   record: state, progress, attempts, timestamps, error ...
     job:{id}:spec         bytes  JSON: constraints as submitted (index lists)
     job:{id}:result       bytes  JSON result
@@ -134,11 +136,13 @@ class Store:
             "has_item_ids": item_ids is not None,
             "checksum": hashlib.sha256(X.tobytes()).hexdigest(),
             "created_at": utcnow_iso(now),
+            "created_ts": now,
             "expires_at": utcnow_iso(now + ttl) if ttl else None,
         }
         key = f"{PREFIX}dataset:{did}"
         pipe = self.r.pipeline()
         pipe.hset(key, mapping={k: json.dumps(v) for k, v in meta.items()})
+        pipe.zadd(f"{PREFIX}datasets", {did: now})
         pipe.set(f"{key}:X", buf.getvalue())
         pipe.set(f"{key}:aux", json.dumps({"labels": labels, "item_ids": item_ids}))
         if ttl:
@@ -167,9 +171,57 @@ class Store:
         aux = self.r.get(f"{PREFIX}dataset:{did}:aux")
         return json.loads(aux).get("item_ids") if aux else None
 
+    def list_datasets(self, *, page_size=20, page_token=None):
+        """Dataset metadata, newest first, cursor-paginated: ``(records, next_page_token)``
+        (see :meth:`page_newest_first`)."""
+        return self.page_newest_first(f"{PREFIX}datasets", self.get_dataset_meta, page_size=page_size,
+                                      page_token=page_token)
+
+    def add_dataset_user(self, pipe, did, kind, rid):
+        """Queue on ``pipe`` the note that job or session ``rid`` uses dataset ``did``.
+
+        Parameters
+        ----------
+        pipe : redis pipeline
+            The pipeline that creates the record, so both land together.
+        kind : {"job", "session"}
+        """
+        key = f"{PREFIX}dataset:{did}:users"
+        pipe.sadd(key, f"{kind}:{rid}")
+        if self.settings.dataset_ttl:
+            pipe.expire(key, self.settings.dataset_ttl)
+
+    def dataset_users(self, did):
+        """The jobs and sessions created on dataset ``did``.
+
+        Returns
+        -------
+        list of (str, str)
+            ``(kind, id)`` pairs, kind ``"job"`` or ``"session"``, sorted; records
+            that expired or were deleted since are included (see
+            :meth:`forget_dataset_users`).
+        """
+        raw = self.r.smembers(f"{PREFIX}dataset:{did}:users")
+        return sorted(tuple(m.decode().split(":", 1)) for m in raw)
+
+    def forget_dataset_users(self, did, users):
+        """Drop ``(kind, id)`` pairs whose records are gone from the dataset's user set."""
+        if users:
+            self.r.srem(f"{PREFIX}dataset:{did}:users", *(f"{k}:{i}" for k, i in users))
+
     def delete_dataset(self, did):
+        """Delete the matrix, metadata and user set; False if the dataset did not exist.
+
+        The caller checks first that no unfinished job or open session uses it
+        (``DELETE /v1/datasets/{id}`` answers 409 otherwise); a job or session
+        created in the instant between that check and this call fails when it
+        runs, with a "dataset no longer exists" error.
+        """
         key = f"{PREFIX}dataset:{did}"
-        return bool(self.r.delete(key, f"{key}:X", f"{key}:aux"))
+        existed = bool(self.r.delete(key, f"{key}:X", f"{key}:aux"))
+        self.r.delete(f"{key}:users")
+        self.r.zrem(f"{PREFIX}datasets", did)
+        return existed
 
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
@@ -212,6 +264,7 @@ class Store:
         pipe.hset(key, mapping={k: json.dumps(v) for k, v in record.items()})
         pipe.set(f"{key}:spec", dumps({"constraints": constraints, "conflicts": conflicts or []}))
         pipe.zadd(f"{PREFIX}jobs", {jid: now})
+        self.add_dataset_user(pipe, dataset_id, "job", jid)
         pipe.execute()
         return record
 

@@ -176,6 +176,9 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
 
 
 def test_session_callback_gets_a_signed_event_after_every_pass(live):
+    from workers.config import Settings
+    from workers.store import Store
+
     X, y = load("iris", zscore=False)
     did = upload(live, X, y)
     with WebhookReceiver() as hook:
@@ -196,12 +199,15 @@ def test_session_callback_gets_a_signed_event_after_every_pass(live):
         headers, body = hook.wait(lambda e: e["session_id"] == sid and e["type"] == "session.completed")
         assert json.loads(body)["observed_revision"] == _wait_up_to_date(live, sid)["revision"] >= 1
         assert signature_ok(headers, body)
-        # a pass that fails (its dataset was deleted) says so, with the revision of the last good model
+        # a pass that fails (its dataset expired; DELETE is refused while the session is open) says so,
+        # with the revision of the last good model
         sid = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 5,
                                                          "callback_url": hook.url}, timeout=30).json()["id"]
         hook.wait(lambda e: e["session_id"] == sid and e["type"] == "session.model_updated")
         q = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 1}, timeout=30).json()["questions"][0]
-        assert requests.delete(f"{live}/v1/datasets/{did}", timeout=30).status_code == 204
+        refused = requests.delete(f"{live}/v1/datasets/{did}", timeout=30)
+        assert refused.status_code == 409 and refused.json()["sessions"] == [sid], refused.text
+        Store.from_settings(Settings.from_env()).delete_dataset(did)  # as if its TTL ran out
         requests.post(f"{live}/v1/sessions/{sid}/answers", timeout=30, json={"answers": [
             {"question_id": q["question_id"], "assignment_id": "late-1", "answer": "dont_know"}]}).raise_for_status()
         _, body = hook.wait(lambda e: e["session_id"] == sid and e["type"] == "session.failed")

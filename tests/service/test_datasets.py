@@ -91,3 +91,56 @@ def test_redis_down_is_503_not_500():
     assert r.status_code == 503 and r.mimetype == PROBLEM
     assert app.test_client().get("/readyz").status_code == 503
     assert app.test_client().get("/healthz").status_code == 200
+
+
+def test_list_datasets_newest_first_with_pagination(client):
+    ids = [client.post("/v1/datasets", json={"name": f"list-{i}", "data": [[i, 1.0], [2.0, 3.0]]}).json["id"]
+           for i in range(3)]
+    assert client.delete(f"/v1/datasets/{ids[1]}").status_code == 204
+    seen, token = [], None
+    while True:
+        page = client.get("/v1/datasets?page_size=2" + (f"&page_token={token}" if token else "")).json
+        assert len(page["datasets"]) <= 2
+        seen += page["datasets"]
+        token = page["next_page_token"]
+        if not token:
+            break
+    listed = [d["id"] for d in seen]
+    assert len(listed) == len(set(listed))
+    assert [i for i in listed if i in ids] == [ids[2], ids[0]]  # newest first, the deleted one gone
+    first = next(d for d in seen if d["id"] == ids[0])
+    assert first == client.get(f"/v1/datasets/{ids[0]}").json
+    assert client.get("/v1/datasets?page_token=garbage").status_code == 400
+
+
+def test_a_dataset_in_use_stays_until_its_jobs_end_and_its_sessions_close(client, store, blobs_dataset):
+    did = blobs_dataset[0]
+    jid = client.post("/v1/jobs", json={"dataset_id": did, "method": "e2cp", "n_clusters": 3}).json["id"]
+    sid = client.post("/v1/sessions", json={"dataset_id": did, "budget": 5}).json["id"]
+    r = client.delete(f"/v1/datasets/{did}")
+    assert r.status_code == 409 and r.mimetype == PROBLEM and r.json["code"] == "dataset_in_use"
+    assert r.json["jobs"] == [jid] and r.json["sessions"] == [sid]
+    assert "1 unfinished job(s) and 1 open session(s)" in r.json["detail"]
+    assert client.get(f"/v1/datasets/{did}").status_code == 200
+    assert store.load_dataset(did)[0].shape == blobs_dataset[1].shape
+
+    assert client.post(f"/v1/jobs/{jid}/cancel").json["state"] == "CANCELLED"
+    r = client.delete(f"/v1/datasets/{did}")
+    assert r.status_code == 409 and r.json["jobs"] == [] and r.json["sessions"] == [sid]
+
+    from workers.session_store import SessionStore
+    assert SessionStore(store).update(sid, state="COMPLETED")
+    assert client.delete(f"/v1/datasets/{did}").status_code == 204
+    assert client.get(f"/v1/datasets/{did}").status_code == 404
+    assert client.get(f"/v1/sessions/{sid}").status_code == 200  # a completed session keeps its record
+    assert client.get(f"/v1/jobs/{jid}").json["state"] == "CANCELLED"
+    assert not store.r.exists(f"shoal:dataset:{did}:users")
+
+
+def test_users_whose_records_are_gone_do_not_hold_a_dataset(client, store, blobs_dataset):
+    did = blobs_dataset[0]
+    sid = client.post("/v1/sessions", json={"dataset_id": did, "budget": 5}).json["id"]
+    assert client.delete(f"/v1/datasets/{did}").status_code == 409
+    assert client.delete(f"/v1/sessions/{sid}").status_code == 204
+    assert store.dataset_users(did) == [("session", sid)]
+    assert client.delete(f"/v1/datasets/{did}").status_code == 204
