@@ -224,6 +224,20 @@ class ContradictedAnswerSchema(Schema):
     votes = fields.List(fields.String(), metadata={"description": "every answer given to the question"})
 
 
+class WorkerReliabilitySchema(Schema):
+    worker_id = fields.String()
+    answers = fields.Integer(metadata={"description": "answers recorded, dont_know included"})
+    dont_know = fields.Integer()
+    compared = fields.Integer(metadata={"description": "informative answers to questions where the other "
+                                                       "workers' informative answers have a strict majority"})
+    agreement = FiniteFloat(allow_none=True, metadata={
+        "description": "fraction of the compared answers that match the other workers' majority; null when "
+                       "none could be compared"})
+    estimated_accuracy = FiniteFloat(allow_none=True, metadata={
+        "description": "Dawid-Skene's estimate of the probability that this worker answers right (null until "
+                       "two workers have answered two common questions)"})
+
+
 class ModelSchema(Schema):
     session_id = fields.String()
     observed_revision = fields.Integer()
@@ -245,4 +259,7 @@ class ModelSchema(Schema):
                                  "must_link answer across two clusters, a cannot_link answer inside one, a "
                                  "yes / no triplet answer the labels imply otherwise), ordered by items: "
                                  "candidates to re-ask or review"})
+    workers = fields.List(fields.Nested(WorkerReliabilitySchema), metadata={
+        "description": "every worker who answered, least agreeing first: whom to review, retrain or "
+                       "stop assigning"})
     metrics = fields.Dict(allow_none=True)

@@ -6,7 +6,7 @@ bursts of answers into one running and one pending pass).
 
 import logging
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from clustering._metrics import clustering_scores, violated_constraints, violate
 from clustering._urasc import URASC
 
 from .celery_app import app
+from .crowd import aggregate, fit_dawid_skene, worker_reliability
 from .session_store import SessionStore
 from .store import problem, utcnow_iso
 from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
@@ -33,59 +34,6 @@ def question_id(i, j):
 def triplet_question_id(a, b, c):
     """Triplets keep their order: "a closer to b than to c?" (b and c are shown in this order)."""
     return f"t_{int(a)}_{int(b)}_{int(c)}"
-
-
-def _majority(votes):
-    """Most frequent answer; a tie between must_link and cannot_link is dont_know."""
-    counts = Counter(v for v in votes if v != "dont_know")
-    if not counts:
-        return "dont_know"
-    (top, n), *rest = counts.most_common()
-    if rest and rest[0][1] == n:
-        return "dont_know"
-    return top
-
-
-def _workers_overlap(answers):
-    """True when at least two workers answered at least two common questions."""
-    by_worker = defaultdict(set)
-    for qid, a in answers:
-        if a.get("worker_id"):
-            by_worker[a["worker_id"]].add(qid)
-    workers = list(by_worker)
-    for x in range(len(workers)):
-        for y in range(x + 1, len(workers)):
-            if len(by_worker[workers[x]] & by_worker[workers[y]]) >= 2:
-                return True
-    return False
-
-
-def aggregate(all_answers, ready):
-    """Aggregated answer for each ready question.
-
-    Majority vote; when workers overlap, Dawid-Skene (crowd-kit) over every
-    answer of the session, so a worker who disagrees with the consensus
-    elsewhere weighs less here. "dont_know" votes are left out of both.
-
-    Returns
-    -------
-    dict question_id -> (aggregated answer, list of votes)
-    """
-    votes = defaultdict(list)
-    for qid, a in all_answers:
-        votes[qid].append(a["answer"])
-    out = {qid: (_majority(votes[qid]), votes[qid]) for qid in ready}
-    informative = [(qid, a) for qid, a in all_answers if a["answer"] != "dont_know" and a.get("worker_id")]
-    if _workers_overlap(informative):
-        import pandas as pd
-        from crowdkit.aggregation import DawidSkene
-
-        df = pd.DataFrame([{"task": qid, "worker": a["worker_id"], "label": a["answer"]} for qid, a in informative])
-        labels = DawidSkene(n_iter=100).fit_predict(df)
-        for qid in ready:
-            if qid in labels.index:
-                out[qid] = (str(labels[qid]), votes[qid])
-    return out
 
 
 def contradicted_answers(labels, closed):
@@ -173,10 +121,10 @@ def _pool_entry(q, question_type):
             "score": None if q.get("score") is None or not np.isfinite(q["score"]) else float(q["score"])}
 
 
-def _model(sid, revision, est, labels, labels_true, closed):
+def _model(sid, revision, est, labels, labels_true, closed, workers):
     model = {"session_id": sid, "observed_revision": revision, "labels": labels.tolist(),
              "n_clusters": int(est.n_clusters_), "n_questions_used": int(est.n_questions_),
-             "contradicted_answers": contradicted_answers(labels, closed),
+             "contradicted_answers": contradicted_answers(labels, closed), "workers": workers,
              "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
     if isinstance(est, URASC):
         model.update(n_certain_sets=len(est.certain_sets_), must_link=np.asarray(est.must_link_).tolist(),
@@ -201,8 +149,10 @@ def update_once(store, ss, sid):
     est = _estimator(rec, X, state)
     ready = ss.pop_ready(sid)
     deltas = Counter()
+    answers = ss.all_answers(sid)
+    dawid_skene = fit_dawid_skene(answers)
     if ready:
-        agg = aggregate(ss.all_answers(sid), ready)
+        agg = aggregate(answers, ready, dawid_skene)
         told = []
         for qid in ready:
             q = ss.question(sid, qid)
@@ -228,7 +178,8 @@ def update_once(store, ss, sid):
     ss.replace_pool(sid, pool, revision)
     ss.save_state(sid, est.get_state())
     labels = np.asarray(est.labels_, dtype=np.int64)
-    ss.save_model(sid, _model(sid, revision, est, labels, labels_true, ss.closed_questions(sid)))
+    ss.save_model(sid, _model(sid, revision, est, labels, labels_true, ss.closed_questions(sid),
+                              worker_reliability(answers, dawid_skene)))
     if deltas:
         ss.bump_counters(sid, dict(deltas))
     state = "COMPLETED" if est.n_questions_ >= rec["budget"] or not pool else "ACTIVE"

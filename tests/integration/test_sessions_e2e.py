@@ -118,6 +118,11 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, op
         assert goes_against(c["items"], c["answer"]), c
     unanimous = {qid: (items, a[0]) for qid, (items, a) in votes.items() if len(a) == 3 and len(set(a)) == 1}
     assert {qid for qid, (items, a) in unanimous.items() if goes_against(items, a)} <= listed
+    workers = {w["worker_id"]: w for w in model["workers"]}
+    assert model["workers"][0]["worker_id"] == "sloppy" and set(workers) == set(CROWD)
+    assert workers["sloppy"]["agreement"] < 0.95 < min(workers["good-1"]["agreement"], workers["good-2"]["agreement"])
+    assert workers["sloppy"]["estimated_accuracy"] < min(workers["good-1"]["estimated_accuracy"],
+                                                         workers["good-2"]["estimated_accuracy"])
     if n_clusters is None:
         assert model["n_clusters"] == 3, model["n_clusters"]  # found from the answers
     job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,

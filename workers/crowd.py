@@ -1,0 +1,149 @@
+"""Crowd answers: aggregate several answers per question, and measure each worker.
+
+Majority vote per question; when workers overlap, Dawid-Skene (crowd-kit's
+``DawidSkene``; Dawid & Skene 1979) over every answer of the session, so a
+worker who disagrees with the consensus elsewhere weighs less. "dont_know"
+votes are left out of both.
+"""
+
+from collections import Counter, defaultdict
+
+
+def _majority(votes):
+    """Most frequent answer; a tie between must_link and cannot_link is dont_know."""
+    counts = Counter(v for v in votes if v != "dont_know")
+    if not counts:
+        return "dont_know"
+    (top, n), *rest = counts.most_common()
+    if rest and rest[0][1] == n:
+        return "dont_know"
+    return top
+
+
+def _informative(all_answers):
+    return [(qid, a) for qid, a in all_answers if a["answer"] != "dont_know" and a.get("worker_id")]
+
+
+def _workers_overlap(answers):
+    """True when at least two workers answered at least two common questions."""
+    by_worker = defaultdict(set)
+    for qid, a in answers:
+        by_worker[a["worker_id"]].add(qid)
+    workers = list(by_worker)
+    for x in range(len(workers)):
+        for y in range(x + 1, len(workers)):
+            if len(by_worker[workers[x]] & by_worker[workers[y]]) >= 2:
+                return True
+    return False
+
+
+def fit_dawid_skene(all_answers):
+    """Dawid-Skene over the session's answers, or None when no two workers overlap.
+
+    Parameters
+    ----------
+    all_answers : list of (str, dict)
+        ``(question_id, answer)`` with the answer's ``answer`` word and
+        ``worker_id`` (:meth:`SessionStore.all_answers`).
+
+    Returns
+    -------
+    (labels, accuracy) or None
+        ``labels``: question_id -> the Dawid-Skene answer (questions with at
+        least one informative answer); ``accuracy``: worker_id -> the
+        estimated probability that the worker's answer is the true one,
+        sum over answers c of prior(c) x P(worker says c | truth c).
+    """
+    informative = _informative(all_answers)
+    if not _workers_overlap(informative):
+        return None
+    import pandas as pd
+    from crowdkit.aggregation import DawidSkene
+
+    df = pd.DataFrame([{"task": qid, "worker": a["worker_id"], "label": a["answer"]} for qid, a in informative])
+    ds = DawidSkene(n_iter=100).fit(df)
+    labels = {str(t): str(v) for t, v in ds.labels_.items()}
+    errors, priors = ds.errors_, ds.priors_
+    accuracy = {}
+    for worker in df["worker"].unique():
+        accuracy[worker] = float(sum(p * errors.loc[(worker, c), c] for c, p in priors.items()
+                                     if (worker, c) in errors.index))
+    return labels, accuracy
+
+
+def aggregate(all_answers, ready, dawid_skene=None):
+    """Aggregated answer for each ready question.
+
+    Parameters
+    ----------
+    all_answers : list of (str, dict)
+        Every answer of the session (see :func:`fit_dawid_skene`).
+    ready : list of str
+        The question ids to aggregate.
+    dawid_skene : tuple or None
+        :func:`fit_dawid_skene` of ``all_answers``; when given, its answer
+        replaces the majority vote.
+
+    Returns
+    -------
+    dict question_id -> (aggregated answer, list of votes)
+    """
+    votes = defaultdict(list)
+    for qid, a in all_answers:
+        votes[qid].append(a["answer"])
+    out = {qid: (_majority(votes[qid]), votes[qid]) for qid in ready}
+    if dawid_skene is not None:
+        labels = dawid_skene[0]
+        for qid in ready:
+            if qid in labels:
+                out[qid] = (labels[qid], votes[qid])
+    return out
+
+
+def worker_reliability(all_answers, dawid_skene=None):
+    """How far each worker agrees with the others, for a crowd client to act on.
+
+    Parameters
+    ----------
+    all_answers : list of (str, dict)
+        Every answer of the session (see :func:`fit_dawid_skene`).
+    dawid_skene : tuple or None
+        :func:`fit_dawid_skene` of ``all_answers``.
+
+    Returns
+    -------
+    list of dict
+        One per worker, least agreeing first (then by worker id):
+        ``worker_id``; ``answers`` (all, "dont_know" included);
+        ``dont_know``; ``compared``: informative answers on questions where
+        the other workers' informative answers have a strict majority;
+        ``agreement``: the fraction of those that match it (null when
+        ``compared`` is 0); ``estimated_accuracy``: Dawid-Skene's estimate
+        (null when no two workers overlap), rounded to 3 decimals.
+    """
+    by_question = defaultdict(list)
+    stats = defaultdict(Counter)
+    for qid, a in all_answers:
+        w = a.get("worker_id")
+        if not w:
+            continue
+        stats[w]["answers"] += 1
+        stats[w]["dont_know"] += a["answer"] == "dont_know"
+        if a["answer"] != "dont_know":
+            by_question[qid].append((w, a["answer"]))
+    for given in by_question.values():
+        for k, (w, answer) in enumerate(given):
+            others = _majority([x for j, (_, x) in enumerate(given) if j != k])
+            if others != "dont_know":
+                stats[w]["compared"] += 1
+                stats[w]["agreed"] += answer == others
+    accuracy = dawid_skene[1] if dawid_skene is not None else {}
+    out = []
+    for w, s in stats.items():
+        agreement = round(s["agreed"] / s["compared"], 3) if s["compared"] else None
+        est = accuracy.get(w)
+        out.append({"worker_id": w, "answers": s["answers"], "dont_know": s["dont_know"],
+                    "compared": s["compared"], "agreement": agreement,
+                    "estimated_accuracy": None if est is None else round(est, 3)})
+    out.sort(key=lambda r: (r["agreement"] is None, r["agreement"] or 0.0, r["worker_id"]))
+    return out
