@@ -96,6 +96,12 @@ class SessionCreateSchema(Schema):
     question_type = one_of("pairwise", ["pairwise", "triplet"],
                            "pairwise: 'same cluster?' (URASC); triplet: 'is a closer to b than to c?' (DCRC, "
                            "n_clusters required)")
+    aggregation = one_of("one_coin", ["one_coin", "majority"],
+                         "how several answers to one question become one: one_coin = one-coin Dawid-Skene over "
+                         "the session's answers once two workers have answered two common questions (majority "
+                         "vote before that), each worker weighted by its estimated accuracy; majority = majority "
+                         "vote always. One-coin gets more answers right on the crowds measured in "
+                         "bench/crowd_aggregation.py, except three fixed workers of whom two answer at random")
     answers_per_question = StrictInteger(load_default=1, validate=validate.Range(min=1, max=15),
                                          metadata={"description": "answers collected before a question closes"})
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
@@ -131,6 +137,7 @@ class SessionSchema(Schema):
     budget_remaining = fields.Integer()
     question_type = fields.String()
     answers_per_question = fields.Integer()
+    aggregation = fields.String()
     params = fields.Dict()
     preset = fields.String(allow_none=True,
                            metadata={"description": "the preset named at creation, or null"})
@@ -234,7 +241,7 @@ class WorkerReliabilitySchema(Schema):
         "description": "fraction of the compared answers that match the other workers' majority; null when "
                        "none could be compared"})
     estimated_accuracy = FiniteFloat(allow_none=True, metadata={
-        "description": "Dawid-Skene's estimate of the probability that this worker answers right (null until "
+        "description": "one-coin Dawid-Skene's estimate of the probability that this worker answers right (null until "
                        "two workers have answered two common questions)"})
 
 

@@ -110,6 +110,7 @@ def create_session(body):
     ss = SessionStore(store)
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
+                    aggregation=body["aggregation"],
                     params=params, preset=preset, random_state=body["random_state"],
                     callback_url=body["callback_url"])
     submit_session_update(ss, rec["id"])

@@ -1,23 +1,19 @@
-"""Crowd answers: aggregate several answers per question, and measure each worker.
+"""Crowd answers in a session: aggregate several answers per question, and measure each worker.
 
-Majority vote per question; when workers overlap, Dawid-Skene (crowd-kit's
-``DawidSkene``; Dawid & Skene 1979) over every answer of the session, so a
-worker who disagrees with the consensus elsewhere weighs less. "dont_know"
-votes are left out of both.
+Majority vote per question; once two workers have answered two common
+questions, one-coin Dawid-Skene (:func:`clustering._crowd.one_coin_em`) over
+every answer of the session, so a worker who disagrees with the consensus
+elsewhere weighs less (a session's ``aggregation: "majority"`` keeps the
+vote). "dont_know" votes are left out of both. Sessions used crowd-kit's
+full ``DawidSkene`` before; ``bench/crowd_aggregation.py`` measured it below
+majority vote in most simulated crowds (bench/README.md, "Crowd
+aggregation").
 """
 
 from collections import Counter, defaultdict
 
-
-def _majority(votes):
-    """Most frequent answer; a tie between must_link and cannot_link is dont_know."""
-    counts = Counter(v for v in votes if v != "dont_know")
-    if not counts:
-        return "dont_know"
-    (top, n), *rest = counts.most_common()
-    if rest and rest[0][1] == n:
-        return "dont_know"
-    return top
+from clustering._crowd import majority_vote as _majority
+from clustering._crowd import one_coin_em
 
 
 def _informative(all_answers):
@@ -38,7 +34,8 @@ def _workers_overlap(answers):
 
 
 def fit_dawid_skene(all_answers):
-    """Dawid-Skene over the session's answers, or None when no two workers overlap.
+    """One-coin Dawid-Skene (:func:`one_coin_em`) over the session's answers, or None
+    when no two workers overlap.
 
     Parameters
     ----------
@@ -49,26 +46,15 @@ def fit_dawid_skene(all_answers):
     Returns
     -------
     (labels, accuracy) or None
-        ``labels``: question_id -> the Dawid-Skene answer (questions with at
+        ``labels``: question_id -> the model's answer (questions with at
         least one informative answer); ``accuracy``: worker_id -> the
-        estimated probability that the worker's answer is the true one,
-        sum over answers c of prior(c) x P(worker says c | truth c).
+        estimated probability that the worker's answer is the true one.
     """
     informative = _informative(all_answers)
     if not _workers_overlap(informative):
         return None
-    import pandas as pd
-    from crowdkit.aggregation import DawidSkene
-
-    df = pd.DataFrame([{"task": qid, "worker": a["worker_id"], "label": a["answer"]} for qid, a in informative])
-    ds = DawidSkene(n_iter=100).fit(df)
-    labels = {str(t): str(v) for t, v in ds.labels_.items()}
-    errors, priors = ds.errors_, ds.priors_
-    accuracy = {}
-    for worker in df["worker"].unique():
-        accuracy[worker] = float(sum(p * errors.loc[(worker, c), c] for c, p in priors.items()
-                                     if (worker, c) in errors.index))
-    return labels, accuracy
+    return one_coin_em([q for q, _ in informative], [a["worker_id"] for _, a in informative],
+                       [a["answer"] for _, a in informative])
 
 
 def aggregate(all_answers, ready, dawid_skene=None):
@@ -118,8 +104,9 @@ def worker_reliability(all_answers, dawid_skene=None):
         ``dont_know``; ``compared``: informative answers on questions where
         the other workers' informative answers have a strict majority;
         ``agreement``: the fraction of those that match it (null when
-        ``compared`` is 0); ``estimated_accuracy``: Dawid-Skene's estimate
-        (null when no two workers overlap), rounded to 3 decimals.
+        ``compared`` is 0); ``estimated_accuracy``: the one-coin
+        Dawid-Skene estimate (:func:`one_coin_em`; null when no two workers
+        overlap), rounded to 3 decimals.
     """
     by_question = defaultdict(list)
     stats = defaultdict(Counter)

@@ -91,13 +91,14 @@ class SessionStore:
 
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
-               params, random_state, callback_url=None, preset=None):
+               params, random_state, aggregation="one_coin", callback_url=None, preset=None):
         sid = new_id("ses")
         now = time.time()
         rec = {
             "id": sid, "dataset_id": dataset_id, "strategy": strategy, "n_clusters": n_clusters,
             "budget": int(budget), "question_type": question_type,
-            "answers_per_question": int(answers_per_question), "params": params, "preset": preset,
+            "answers_per_question": int(answers_per_question), "aggregation": aggregation,
+            "params": params, "preset": preset,
             "random_state": int(random_state), "revision": 0, "observed_revision": -1,
             "state": "INITIALIZING", "error": None,
             "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,

@@ -150,9 +150,9 @@ def update_once(store, ss, sid):
     ready = ss.pop_ready(sid)
     deltas = Counter()
     answers = ss.all_answers(sid)
-    dawid_skene = fit_dawid_skene(answers)
+    dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
-        agg = aggregate(answers, ready, dawid_skene)
+        agg = aggregate(answers, ready, dawid_skene if rec.get("aggregation", "one_coin") == "one_coin" else None)
         told = []
         for qid in ready:
             q = ss.question(sid, qid)

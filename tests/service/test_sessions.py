@@ -16,6 +16,7 @@ PROBLEM = "application/problem+json"
     ({"preset": "fastest"}, "/preset", "noisy_answers"),
     ({"question_type": "triplet", "n_clusters": 3, "preset": "noisy_answers"}, "/preset", "no presets"),
     ({"preset": "noisy_answers", "params": {"k_growth": "always"}}, "/params/k_growth", ""),
+    ({"aggregation": "dawid_skene"}, "/aggregation", "one_coin"),
 ])
 def test_invalid_triplet_and_strategy_combinations_are_422_naming_the_field(client, blobs_dataset, body, pointer,
                                                                              fragment):
@@ -33,6 +34,13 @@ def test_default_strategy_follows_the_question_type(client, blobs_dataset, quest
     assert r.status_code == 201, r.json
     assert r.json["strategy"] == strategy and r.json["question_type"] == question_type
     assert r.json["params"]["epsilon" if question_type == "triplet" else "k_growth"] is not None
+    assert r.json["aggregation"] == "one_coin"
+
+
+def test_majority_vote_is_kept_when_asked_for(client, blobs_dataset):
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5, "aggregation": "majority"})
+    assert r.status_code == 201 and r.json["aggregation"] == "majority"
+    assert client.get(f"/v1/sessions/{r.json['id']}").json["aggregation"] == "majority"
 
 
 def test_pending_model_reason_says_whether_a_pass_is_queued_or_running(client, store, blobs_dataset):

@@ -1,24 +1,7 @@
-"""Crowd aggregation and per-worker reliability (workers.crowd), on simulated crowds."""
+"""Session answers: aggregation and per-worker reliability (workers.crowd), on simulated crowds."""
 
-import numpy as np
-
+from tests.clustering.test_crowd import crowd_answers as _crowd
 from workers.crowd import aggregate, fit_dawid_skene, worker_reliability
-
-WORDS = ("must_link", "cannot_link")
-
-
-def _crowd(p_wrong, n_questions=60, seed=0, dont_know=None):
-    """Every worker answers every question; worker w is wrong with probability p_wrong[w]."""
-    rng = np.random.default_rng(seed)
-    truth = {f"q{k}": WORDS[rng.integers(2)] for k in range(n_questions)}
-    answers = []
-    for qid, right in truth.items():
-        for w, p in p_wrong.items():
-            word = WORDS[1 - WORDS.index(right)] if rng.random() < p else right
-            if dont_know and rng.random() < dont_know.get(w, 0.0):
-                word = "dont_know"
-            answers.append((qid, {"answer": word, "worker_id": w}))
-    return truth, answers
 
 
 def test_majority_vote_ignores_dont_know_and_a_tie_is_dont_know():
@@ -65,3 +48,32 @@ def test_without_overlap_there_is_no_estimate_and_nothing_to_compare():
     rows = worker_reliability(answers, fit_dawid_skene(answers))
     assert [r["worker_id"] for r in rows] == ["w0", "w1", "w2", "w3"]
     assert all(r["compared"] == 0 and r["agreement"] is None and r["estimated_accuracy"] is None for r in rows)
+
+
+def _session_after_one_disputed_question(client, store, dataset_id, aggregation):
+    """A session where worker "a" and "b" agree on ten questions and "c" always contradicts
+    them; on an eleventh, "a" says must_link, "c" cannot_link and "b" dont_know."""
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    r = client.post("/v1/sessions", json={"dataset_id": dataset_id, "n_clusters": 3, "budget": 50,
+                                          "answers_per_question": 3, "aggregation": aggregation})
+    assert r.status_code == 201, r.json
+    sid, ss = r.json["id"], SessionStore(store)
+    update_once(store, ss, sid)  # the first pass, as the worker runs it: builds the pool
+    questions = ss.lease(sid, 11, None)
+    assert len(questions) == 11
+    flip = {"must_link": "cannot_link", "cannot_link": "must_link"}
+    for k, q in enumerate(questions):
+        said = "must_link" if k % 2 else "cannot_link"
+        votes = {"a": said, "b": said, "c": flip[said]} if k < 10 else \
+            {"a": "must_link", "b": "dont_know", "c": "cannot_link"}
+        for w, answer in votes.items():
+            assert ss.record_answer(sid, q["question_id"], answer, w, f"{w}-{k}", 0).startswith("accepted")
+    update_once(store, ss, sid)
+    return {q["question_id"]: q["aggregated"] for q in ss.closed_questions(sid)}[questions[10]["question_id"]]
+
+
+def test_a_session_aggregates_as_it_was_asked(client, store, blobs_dataset):
+    assert _session_after_one_disputed_question(client, store, blobs_dataset[0], "majority") == "dont_know"
+    assert _session_after_one_disputed_question(client, store, blobs_dataset[0], "one_coin") == "must_link"

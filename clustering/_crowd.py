@@ -1,0 +1,93 @@
+"""Aggregating several people's answers to one question (crowd answers).
+
+Majority vote, and one-coin Dawid-Skene by EM (Dawid & Skene 1979, Applied
+Statistics 28(1), with one accuracy per worker instead of a confusion
+matrix), each worker's accuracy shrunk towards the crowd's pooled accuracy
+by ``SHRINKAGE`` pseudo-answers so a worker with three answers is not
+trusted on them alone. Used by the service's sessions (``workers.crowd``)
+and measured in ``bench/crowd_aggregation.py``.
+"""
+
+from collections import Counter
+
+import numpy as np
+
+
+def majority_vote(votes):
+    """Most frequent answer; a tie between the top answers, or no answer but "dont_know", is "dont_know".
+
+    Parameters
+    ----------
+    votes : sequence of str
+        Answer words ("must_link", "cannot_link", "yes", "no", "dont_know").
+
+    Returns
+    -------
+    str
+    """
+    counts = Counter(v for v in votes if v != "dont_know")
+    if not counts:
+        return "dont_know"
+    (top, n), *rest = counts.most_common()
+    if rest and rest[0][1] == n:
+        return "dont_know"
+    return top
+
+
+#: Pseudo-answers at the pooled accuracy added to every worker's own (bench/crowd_aggregation.py).
+SHRINKAGE = 20.0
+
+
+def one_coin_em(tasks, workers, labels, *, shrinkage=SHRINKAGE, n_iter=100, tol=1e-7):
+    """One-coin Dawid-Skene by EM, each worker's accuracy shrunk towards the pooled one.
+
+    Model: question q has a true answer c with prior probability pi_c; worker
+    w gives the true answer with probability s_w, each other answer with
+    (1 - s_w) / (K - 1) (Dawid & Skene 1979, one "coin" per worker). EM
+    starts from the vote shares. M-step: s_w = (a_w + shrinkage x s) /
+    (n_w + shrinkage), a_w the expected number of w's n_w answers that are
+    right and s = sum a_w / sum n_w; pi_c = (expected count of c + 1) / (Q + K).
+
+    Parameters
+    ----------
+    tasks, workers, labels : sequences of length n_answers
+        Question id, worker id and answer of each answer (hashable values).
+    shrinkage : float >= 0, default=SHRINKAGE
+        0 is plain one-coin EM.
+    n_iter : int, default=100
+    tol : float, default=1e-7
+        Stop when no posterior moves more than this.
+
+    Returns
+    -------
+    answers : dict
+        question id -> its most probable answer.
+    accuracy : dict
+        worker id -> s_w, in (0, 1).
+    """
+    task_ids, t = np.unique(np.asarray(tasks, dtype=object).astype(str), return_inverse=True)
+    worker_ids, w = np.unique(np.asarray(workers, dtype=object).astype(str), return_inverse=True)
+    label_ids, c = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    n_q, n_w, n_k = len(task_ids), len(worker_ids), len(label_ids)
+    post = np.zeros((n_q, n_k))
+    np.add.at(post, (t, c), 1.0)
+    post /= post.sum(axis=1, keepdims=True)
+    given = np.bincount(w, minlength=n_w)
+    for _ in range(n_iter):
+        right = np.bincount(w, weights=post[t, c], minlength=n_w)
+        skill = (right + shrinkage * right.sum() / given.sum()) / (given + shrinkage)
+        skill = np.clip(skill, 1e-6, 1 - 1e-6)
+        prior = (post.sum(axis=0) + 1.0) / (n_q + n_k)
+        log_right, log_wrong = np.log(skill), np.log((1 - skill) / max(n_k - 1, 1))
+        log_post = np.tile(np.log(prior), (n_q, 1))
+        np.add.at(log_post, t, log_wrong[w][:, None])  # every answer: "wrong" for every label ...
+        np.add.at(log_post, (t, c), (log_right - log_wrong)[w])  # ... but "right" for its own
+        log_post -= log_post.max(axis=1, keepdims=True)
+        new = np.exp(log_post)
+        new /= new.sum(axis=1, keepdims=True)
+        moved = np.abs(new - post).max()
+        post = new
+        if moved < tol:
+            break
+    answers = {q: str(label_ids[k]) for q, k in zip(task_ids, post.argmax(axis=1))}
+    return answers, {str(x): float(v) for x, v in zip(worker_ids, skill)}
