@@ -61,7 +61,8 @@ def one_coin_em(tasks, workers, labels, *, shrinkage=SHRINKAGE, n_iter=100, tol=
     Returns
     -------
     answers : dict
-        question id -> its most probable answer.
+        question id (str) -> its most probable answer (str); questions whose
+        top two answers are equally probable are left out.
     accuracy : dict
         worker id -> s_w, in (0, 1).
     """
@@ -89,5 +90,8 @@ def one_coin_em(tasks, workers, labels, *, shrinkage=SHRINKAGE, n_iter=100, tol=
         post = new
         if moved < tol:
             break
-    answers = {q: str(label_ids[k]) for q, k in zip(task_ids, post.argmax(axis=1))}
+    best = post.argmax(axis=1)
+    runner_up = np.sort(post, axis=1)[:, -2] if n_k > 1 else np.zeros(n_q)
+    decided = post[np.arange(n_q), best] - runner_up > 1e-9
+    answers = {str(q): str(label_ids[k]) for q, k, ok in zip(task_ids, best, decided) if ok}
     return answers, {str(x): float(v) for x, v in zip(worker_ids, skill)}

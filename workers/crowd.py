@@ -47,8 +47,9 @@ def fit_dawid_skene(all_answers):
     -------
     (labels, accuracy) or None
         ``labels``: question_id -> the model's answer (questions with at
-        least one informative answer); ``accuracy``: worker_id -> the
-        estimated probability that the worker's answer is the true one.
+        least one informative answer and no exact tie; :func:`aggregate`
+        keeps the majority vote for the others); ``accuracy``: worker_id ->
+        the estimated probability that the worker's answer is the true one.
     """
     informative = _informative(all_answers)
     if not _workers_overlap(informative):

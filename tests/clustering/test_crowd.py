@@ -60,3 +60,11 @@ def test_shrinkage_keeps_workers_with_few_answers_near_the_crowd():
         votes.setdefault(q, []).append(a["answer"])
     assert max(skill.values()) - min(skill.values()) < 1e-6
     assert all(labels[q] == majority_vote(v) for q, v in votes.items())
+
+
+def test_an_exact_tie_is_left_undecided():
+    # two equally reliable workers who disagree on both questions: nothing favours either answer
+    labels, skill = one_coin_em(["a", "a", "b", "b"], ["w1", "w2", "w1", "w2"], ["yes", "no", "no", "yes"])
+    assert labels == {} and skill == {"w1": 0.5, "w2": 0.5}
+    labels, _ = one_coin_em(["a", "a", "b", "b"], ["w1", "w2", "w1", "w2"], ["yes"] * 4)
+    assert labels == {"a": "yes", "b": "yes"} and all(type(q) is str for q in labels)
