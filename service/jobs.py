@@ -166,6 +166,7 @@ def create_job(body):
 @blp.route("", methods=["GET"])
 @blp.arguments(JobListArgsSchema, location="query")
 @blp.response(200, JobListSchema)
+@problem_docs(blp, (400, "Malformed page_token"))
 def list_jobs(args):
     """Jobs, newest first, with cursor pagination (``page_token``)."""
     check_page_token(args.get("page_token"))
