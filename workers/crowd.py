@@ -21,15 +21,22 @@ def _informative(all_answers):
 
 
 def _workers_overlap(answers):
-    """True when at least two workers answered at least two common questions."""
-    by_worker = defaultdict(set)
+    """True when at least two workers answered at least two common questions.
+
+    Counts worker pairs question by question (three answers per question: three
+    pairs), so a crowd of thousands costs what its answers cost.
+    """
+    by_question = defaultdict(set)
     for qid, a in answers:
-        by_worker[a["worker_id"]].add(qid)
-    workers = list(by_worker)
-    for x in range(len(workers)):
-        for y in range(x + 1, len(workers)):
-            if len(by_worker[workers[x]] & by_worker[workers[y]]) >= 2:
-                return True
+        by_question[qid].add(a["worker_id"])
+    shared = Counter()
+    for workers in by_question.values():
+        ordered = sorted(workers)
+        for x in range(len(ordered)):
+            for y in range(x + 1, len(ordered)):
+                shared[ordered[x], ordered[y]] += 1
+                if shared[ordered[x], ordered[y]] >= 2:
+                    return True
     return False
 
 

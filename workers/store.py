@@ -218,10 +218,11 @@ class Store:
         runs, with a "dataset no longer exists" error.
         """
         key = f"{PREFIX}dataset:{did}"
-        existed = bool(self.r.delete(key, f"{key}:X", f"{key}:aux"))
-        self.r.delete(f"{key}:users")
-        self.r.zrem(f"{PREFIX}datasets", did)
-        return existed
+        pipe = self.r.pipeline()
+        pipe.delete(key, f"{key}:X", f"{key}:aux")
+        pipe.delete(f"{key}:users")
+        pipe.zrem(f"{PREFIX}datasets", did)
+        return bool(pipe.execute()[0])
 
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
