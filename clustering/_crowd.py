@@ -1,11 +1,14 @@
 """Aggregating several people's answers to one question (crowd answers).
 
-Majority vote, and one-coin Dawid-Skene by EM (Dawid & Skene 1979, Applied
-Statistics 28(1), with one accuracy per worker instead of a confusion
-matrix), each worker's accuracy shrunk towards the crowd's pooled accuracy
-by ``SHRINKAGE`` pseudo-answers so a worker with three answers is not
-trusted on them alone. Used by the service's sessions (``workers.crowd``)
-and measured in ``bench/crowd_aggregation.py``.
+Majority vote, and one-coin Dawid-Skene by EM (A. P. Dawid and A. M. Skene,
+"Maximum likelihood estimation of observer error-rates using the EM
+algorithm", Applied Statistics 28(1):20-28, 1979; one accuracy per worker
+instead of its confusion matrix), each worker's accuracy shrunk towards the
+crowd's pooled accuracy by ``SHRINKAGE`` pseudo-answers so a worker with
+three answers is not trusted on them alone. Not from the five papers: the
+sessions of issue #4 aggregate crowd answers with it, and
+``bench/crowd_aggregation.py`` measures it against majority vote and
+crowd-kit's models.
 """
 
 from collections import Counter
@@ -65,7 +68,15 @@ def one_coin_em(tasks, workers, labels, *, shrinkage=SHRINKAGE, n_iter=100, tol=
         top two answers are equally probable are left out.
     accuracy : dict
         worker id -> s_w, in (0, 1).
+
+    Raises
+    ------
+    ValueError
+        No answers, or ``tasks``, ``workers`` and ``labels`` of different lengths.
     """
+    if not len(tasks) or not len(tasks) == len(workers) == len(labels):
+        raise ValueError(f"one_coin_em needs as many tasks, workers and labels (>= 1), got {len(tasks)}, "
+                         f"{len(workers)} and {len(labels)}")
     task_ids, t = np.unique(np.asarray(tasks, dtype=object).astype(str), return_inverse=True)
     worker_ids, w = np.unique(np.asarray(workers, dtype=object).astype(str), return_inverse=True)
     label_ids, c = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)

@@ -242,8 +242,8 @@ class WorkerReliabilitySchema(Schema):
         "description": "fraction of the compared answers that match the other workers' majority; null when "
                        "none could be compared"})
     estimated_accuracy = FiniteFloat(allow_none=True, metadata={
-        "description": "one-coin Dawid-Skene's estimate of the probability that this worker answers right (null until "
-                       "two workers have answered two common questions)"})
+        "description": "one-coin Dawid-Skene's estimate of the probability that this worker answers right "
+                       "(null until two workers have answered two common questions)"})
 
 
 class ModelSchema(Schema):

@@ -1,6 +1,7 @@
 """Majority vote and one-coin Dawid-Skene (clustering._crowd) on simulated crowds."""
 
 import numpy as np
+import pytest
 
 from clustering._crowd import majority_vote, one_coin_em
 
@@ -68,3 +69,9 @@ def test_an_exact_tie_is_left_undecided():
     assert labels == {} and skill == {"w1": 0.5, "w2": 0.5}
     labels, _ = one_coin_em(["a", "a", "b", "b"], ["w1", "w2", "w1", "w2"], ["yes"] * 4)
     assert labels == {"a": "yes", "b": "yes"} and all(type(q) is str for q in labels)
+
+
+@pytest.mark.parametrize("tasks, workers, labels", [([], [], []), (["a", "b"], ["w1"], ["yes", "no"])])
+def test_no_answers_or_ragged_columns_raise(tasks, workers, labels):
+    with pytest.raises(ValueError, match="as many tasks, workers and labels"):
+        one_coin_em(tasks, workers, labels)
