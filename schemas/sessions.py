@@ -195,6 +195,43 @@ class QuestionsSchema(Schema):
     budget_remaining = fields.Integer()
 
 
+QUESTION_STATES = ("open", "ready", "closed", "withdrawn")
+
+
+class QuestionListArgsSchema(PageArgsSchema):
+    """``GET /v1/sessions/{id}/questions`` query: by question id, cursor pagination."""
+
+    status = fields.String(load_default=None, validate=validate.OneOf(QUESTION_STATES), metadata={
+        "description": "open (being answered), ready (enough answers, waiting for the next pass), closed "
+                       "(aggregated and told to the model) or withdrawn (no longer suggested, never answered)"})
+
+
+class RecordedAnswerSchema(Schema):
+    worker_id = fields.String(allow_none=True)
+    assignment_id = fields.String(allow_none=True)
+    answer = fields.String()
+    revision = fields.Integer(metadata={"description": "the session's revision when the answer arrived"})
+
+
+class QuestionRecordSchema(Schema):
+    question_id = fields.String()
+    type = fields.String()
+    items = fields.List(fields.Integer())
+    item_ids = fields.List(fields.String(), allow_none=True)
+    status = fields.String(validate=validate.OneOf(QUESTION_STATES))
+    created_revision = fields.Integer()
+    n_answers = fields.Integer()
+    aggregated = fields.String(allow_none=True, metadata={
+        "description": "the answer told to the model once closed (see the session's aggregation), else null"})
+    answers = fields.List(fields.Nested(RecordedAnswerSchema), metadata={
+        "description": "every recorded answer, in arrival order: what to approve or review per assignment"})
+
+
+class QuestionListSchema(Schema):
+    questions = fields.List(fields.Nested(QuestionRecordSchema))
+    next_page_token = fields.String(allow_none=True)
+
+
 class AnswerSchema(Schema):
     question_id = fields.String(required=True, validate=validate.Length(min=1, max=200))
     answer = fields.String(required=True, validate=validate.Length(max=50),

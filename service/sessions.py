@@ -16,6 +16,8 @@ from schemas.sessions import (
     AnswersRequestSchema,
     AnswersResultSchema,
     ModelSchema,
+    QuestionListArgsSchema,
+    QuestionListSchema,
     QuestionsRequestSchema,
     QuestionsSchema,
     SessionCreateSchema,
@@ -151,6 +153,29 @@ def delete_session(session_id):
     if not _sessions().delete(session_id):
         raise ApiError(404, "not_found", f"session {session_id!r} does not exist or has expired")
     return ""
+
+
+@blp.route("/<string:session_id>/questions", methods=["GET"])
+@blp.arguments(QuestionListArgsSchema, location="query")
+@blp.response(200, QuestionListSchema)
+@problem_docs(blp, (400, "Malformed page_token"), (404, "Unknown session"))
+def list_questions(args, session_id):
+    """Every question of the session with its recorded answers and, once closed, the aggregated one.
+
+    By question id, with cursor pagination and an optional ``status``. A crowd
+    platform can approve or review each assignment against the aggregate, or
+    audit what the model was told.
+    """
+    check_page_token(args.get("page_token"))
+    store = get_store()
+    ss = SessionStore(store)
+    rec = session_or_404(ss, session_id)
+    questions, token = ss.page_questions(session_id, status=args.get("status"), page_size=args["page_size"],
+                                         page_token=args.get("page_token"))
+    item_ids = store.get_item_ids(rec["dataset_id"]) if questions else None
+    for q in questions:
+        q["item_ids"] = [item_ids[i] for i in q["items"]] if item_ids else None
+    return {"questions": questions, "next_page_token": token}
 
 
 @blp.route("/<string:session_id>/questions", methods=["POST"])

@@ -26,7 +26,7 @@ import time
 import redis
 
 from .store import ACTIVE as UNFINISHED_JOB_STATES
-from .store import PREFIX, dumps, new_id, utcnow_iso
+from .store import PREFIX, decode_token, dumps, encode_token, new_id, utcnow_iso
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
@@ -228,6 +228,51 @@ class SessionStore:
             pipe.rpush(pkey, *[q["question_id"] for q in questions])
         pipe.execute()
         self._touch(sid)
+
+    def page_questions(self, sid, *, status=None, page_size=20, page_token=None):
+        """Questions of a session with their answers, by question id, cursor-paginated.
+
+        Parameters
+        ----------
+        sid : str
+        status : {"open", "ready", "closed", "withdrawn"} or None
+            Keep only questions in this state.
+        page_size : int >= 1
+        page_token : str or None
+            ``next_page_token`` of the previous page (it encodes that page's
+            last question id, so questions opened since do not shift pages).
+
+        Returns
+        -------
+        questions : list of dict
+            The question documents (``question_id``, ``type``, ``items``,
+            ``status``, ``n_answers``, ``created_revision``, and once closed
+            ``aggregated``), each with ``answers``: its recorded answers
+            (``worker_id``, ``assignment_id``, ``answer``, ``revision``) in
+            arrival order.
+        next_page_token : str or None
+            None on the last page.
+
+        Raises
+        ------
+        ValueError
+            A malformed ``page_token`` (the service checks it first: 400).
+        """
+        after = decode_token(page_token)[1] if page_token else None
+        raw = self.r.hgetall(self._key(sid, ":questions"))
+        docs = sorted((json.loads(v) for v in raw.values()), key=lambda q: q["question_id"])
+        docs = [q for q in docs if (status is None or q["status"] == status)
+                and (after is None or q["question_id"] > after)]
+        page = docs[:page_size]
+        pipe = self.r.pipeline()
+        for q in page:
+            pipe.lrange(self._key(sid, f":answers:{q['question_id']}"), 0, -1)
+        for q, answers in zip(page, pipe.execute()):
+            q.setdefault("aggregated", None)
+            q["answers"] = [{k: a.get(k) for k in ("worker_id", "assignment_id", "answer", "revision")}
+                            for a in map(json.loads, answers)]
+        token = encode_token(0, page[-1]["question_id"]) if len(docs) > page_size else None
+        return page, token
 
     def lease(self, sid, count, worker_id):
         """Up to ``count`` open questions this worker has not been given yet."""

@@ -150,3 +150,47 @@ def test_the_catalogue_lists_each_question_types_strategies_and_parameters(clien
         for strategy in entry["strategies"]:  # every listed strategy is accepted; the first is the default
             assert client.post("/v1/sessions", json={**body, "strategy": strategy}).status_code == 201
         assert client.post("/v1/sessions", json=body).json["strategy"] == entry["strategies"][0]
+
+
+def test_questions_list_their_answers_and_the_aggregate(client, store, blobs_dataset):
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    did, _, y = blobs_dataset
+    sid = client.post("/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 30,
+                                            "answers_per_question": 2, "pool_size": 6}).json["id"]
+    ss = SessionStore(store)
+    update_once(store, ss, sid)  # the worker's first pass, run here: opens the pool
+    opened = client.get(f"/v1/sessions/{sid}/questions?status=open&page_size=100").json["questions"]
+    assert len(opened) == 6 and all(q["answers"] == [] and q["aggregated"] is None for q in opened)
+
+    def truth(items):
+        return "must_link" if y[items[0]] == y[items[1]] else "cannot_link"
+
+    leased = client.post(f"/v1/sessions/{sid}/questions", json={"count": 2, "worker_id": "w1"}).json["questions"]
+    batch = [{"question_id": q["question_id"], "answer": truth(q["items"]), "worker_id": w,
+              "assignment_id": f"{w}-{q['question_id']}"} for q in leased for w in ("w1", "w2")]
+    r = client.post(f"/v1/sessions/{sid}/answers", json={"answers": batch})
+    assert [x["outcome"] for x in r.json["results"]] == ["accepted"] * 4
+    update_once(store, ss, sid)  # closes the two answered questions
+    closed = client.get(f"/v1/sessions/{sid}/questions?status=closed").json["questions"]
+    assert sorted(q["question_id"] for q in closed) == sorted(q["question_id"] for q in leased)
+    for q in closed:
+        assert q["status"] == "closed" and q["n_answers"] == 2 and q["aggregated"] == truth(q["items"])
+        assert [(a["worker_id"], a["assignment_id"], a["answer"]) for a in q["answers"]] == [
+            (w, f"{w}-{q['question_id']}", truth(q["items"])) for w in ("w1", "w2")]
+        assert q["item_ids"] == [f"item-{i}" for i in q["items"]]
+
+    seen, token = [], None
+    while True:
+        page = client.get(f"/v1/sessions/{sid}/questions?page_size=2" + (f"&page_token={token}" if token else ""))
+        assert page.status_code == 200 and len(page.json["questions"]) <= 2
+        seen += [q["question_id"] for q in page.json["questions"]]
+        token = page.json["next_page_token"]
+        if not token:
+            break
+    assert seen == sorted(set(seen)) and len(seen) == store.r.hlen(f"shoal:session:{sid}:questions") >= 6
+    assert client.get(f"/v1/sessions/{sid}/questions?page_token=garbage").status_code == 400
+    bad = client.get(f"/v1/sessions/{sid}/questions?status=maybe")
+    assert bad.status_code == 422 and bad.content_type == PROBLEM
+    assert client.get("/v1/sessions/ses_nope/questions").status_code == 404
