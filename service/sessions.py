@@ -74,6 +74,11 @@ def session_view(ss, rec):
     return view
 
 
+def _item_ids_of(question, item_ids):
+    """The client's ids of a question's items, or None when the dataset has none."""
+    return [item_ids[i] for i in question["items"]] if item_ids else None
+
+
 @blp.route("", methods=["POST"])
 @blp.arguments(SessionCreateSchema)
 @blp.response(201, SessionSchema)
@@ -174,7 +179,7 @@ def list_questions(args, session_id):
                                          page_token=args.get("page_token"))
     item_ids = store.get_item_ids(rec["dataset_id"]) if questions else None
     for q in questions:
-        q["item_ids"] = [item_ids[i] for i in q["items"]] if item_ids else None
+        q["item_ids"] = _item_ids_of(q, item_ids)
     return {"questions": questions, "next_page_token": token}
 
 
@@ -192,7 +197,7 @@ def lease_questions(body, session_id):
     questions = ss.lease(session_id, body["count"], body["worker_id"]) if remaining else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
     out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
-            "item_ids": [item_ids[i] for i in q["items"]] if item_ids else None, "answers": vocab}
+            "item_ids": _item_ids_of(q, item_ids), "answers": vocab}
            for q in questions]
     headers = {} if out or not remaining else {"Retry-After": "1"}
     return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining}, 200, headers

@@ -260,17 +260,13 @@ class SessionStore:
         """
         after = decode_token(page_token)[1] if page_token else None
         raw = self.r.hgetall(self._key(sid, ":questions"))
-        docs = sorted((json.loads(v) for v in raw.values()), key=lambda q: q["question_id"])
-        docs = [q for q in docs if (status is None or q["status"] == status)
-                and (after is None or q["question_id"] > after)]
+        docs = sorted((q for q in map(json.loads, raw.values()) if (status is None or q["status"] == status)
+                       and (after is None or q["question_id"] > after)), key=lambda q: q["question_id"])
         page = docs[:page_size]
-        pipe = self.r.pipeline()
-        for q in page:
-            pipe.lrange(self._key(sid, f":answers:{q['question_id']}"), 0, -1)
-        for q, answers in zip(page, pipe.execute()):
+        for q, given in zip(page, self.answers(sid, [q["question_id"] for q in page])):
             q.setdefault("aggregated", None)
             q["answers"] = [{k: a.get(k) for k in ("worker_id", "assignment_id", "answer", "revision")}
-                            for a in map(json.loads, answers)]
+                            for a in given]
         token = encode_token(0, page[-1]["question_id"]) if len(docs) > page_size else None
         return page, token
 
@@ -331,16 +327,18 @@ class SessionStore:
         raw = self.r.hvals(self._key(sid, ":questions"))
         return [q for q in map(json.loads, raw) if q["status"] == "closed"]
 
-    def answers(self, sid, qid):
-        return [json.loads(a) for a in self.r.lrange(self._key(sid, f":answers:{qid}"), 0, -1)]
+    def answers(self, sid, qids):
+        """The recorded answers (dicts, arrival order) of each question in ``qids``: one list per
+        question, read in one round trip."""
+        pipe = self.r.pipeline()
+        for qid in qids:
+            pipe.lrange(self._key(sid, f":answers:{qid}"), 0, -1)
+        return [[json.loads(a) for a in raw] for raw in pipe.execute()]
 
     def all_answers(self, sid):
         """Every recorded answer of the session as (question_id, answer dict)."""
-        out = []
-        for qid in self.r.hkeys(self._key(sid, ":questions")):
-            qid = qid.decode()
-            out += [(qid, a) for a in self.answers(sid, qid)]
-        return out
+        qids = [q.decode() for q in self.r.hkeys(self._key(sid, ":questions"))]
+        return [(qid, a) for qid, given in zip(qids, self.answers(sid, qids)) for a in given]
 
     def pop_ready(self, sid):
         """Question ids with enough answers (removed from the ready list)."""
