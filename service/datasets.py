@@ -83,14 +83,18 @@ def delete_dataset(dataset_id):
     data mid-run.
     """
     store = get_store()
-    dataset_or_404(store, dataset_id)
-    busy = dataset_in_use(store, dataset_id)
-    if busy["jobs"] or busy["sessions"]:
-        users = [f"{len(ids)} {what}" for ids, what in ((busy["jobs"], "unfinished job(s)"),
-                                                          (busy["sessions"], "open session(s)")) if ids]
-        raise ApiError(409, "dataset_in_use", f"dataset {dataset_id!r} is still used by {' and '.join(users)}; "
-                       "cancel the jobs or delete the sessions first", jobs=busy["jobs"],
-                       sessions=busy["sessions"])
-    if not store.delete_dataset(dataset_id):
+
+    def refuse_if_in_use(users):
+        busy = dataset_in_use(store, dataset_id, users)
+        if busy["jobs"] or busy["sessions"]:
+            counts = [f"{len(ids)} {what}" for ids, what in ((busy["jobs"], "unfinished job(s)"),
+                                                               (busy["sessions"], "open session(s)")) if ids]
+            raise ApiError(409, "dataset_in_use", f"dataset {dataset_id!r} is still used by "
+                           f"{' and '.join(counts)}; cancel the jobs or delete the sessions first",
+                           jobs=busy["jobs"], sessions=busy["sessions"])
+
+    # The check and the delete are one transaction (Store.delete_dataset): a job
+    # or session created on the dataset meanwhile makes the check run again.
+    if not store.delete_dataset(dataset_id, guard=refuse_if_in_use):
         raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired")
     return ""

@@ -1,7 +1,8 @@
 """One error shape for everything: RFC 9457 ``application/problem+json``.
 
 Validation errors carry ``errors``: JSON pointer of each invalid field ->
-messages. Redis or broker unavailable -> 503. Anything unexpected -> 500
+messages. A dataset deleted while a job or session was being created on it
+-> 404. Redis or broker unavailable -> 503. Anything unexpected -> 500
 with a generic body (the details go to the log, not to the client).
 """
 
@@ -11,7 +12,7 @@ from flask import current_app, json, request
 from werkzeug.exceptions import HTTPException
 
 from schemas.problems import ProblemSchema
-from workers.store import StoreError, decode_token
+from workers.store import DatasetGone, StoreError, decode_token
 from workers.submit import QueueError
 
 log = logging.getLogger(__name__)
@@ -154,6 +155,14 @@ def handle_unavailable(exc):
                             headers={"Retry-After": "5"})
 
 
+def handle_dataset_gone(exc):
+    """A job or session was being created on a dataset deleted (or expired) meanwhile."""
+    body = request.get_json(silent=True)
+    named = isinstance(body, dict) and body.get("dataset_id") == exc.dataset_id
+    return problem_response(404, "not_found", str(exc),
+                            errors={"/dataset_id": ["unknown dataset"]} if named else None)
+
+
 def handle_unexpected(exc):
     log.exception("unhandled error")
     return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
@@ -164,6 +173,7 @@ def register(app):
     app.register_error_handler(ApiError, handle_api_error)
     app.register_error_handler(StoreError, handle_unavailable)
     app.register_error_handler(QueueError, handle_unavailable)
+    app.register_error_handler(DatasetGone, handle_dataset_gone)
     app.register_error_handler(Exception, handle_unexpected)
 
 

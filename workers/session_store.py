@@ -92,6 +92,11 @@ class SessionStore:
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
                params, random_state, aggregation="one_coin", callback_url=None, preset=None):
+        """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
+
+        Raises :class:`workers.store.DatasetGone` when the dataset no longer
+        exists (the record is written in ``Store.on_dataset``'s transaction).
+        """
         sid = new_id("ses")
         now = time.time()
         rec = {
@@ -106,11 +111,12 @@ class SessionStore:
             "budget_used": 0, "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
         }
-        with self.r.pipeline() as pipe:
+        def write(pipe):
             pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
             pipe.zadd(_INDEX, {sid: now})
             self.store.add_dataset_user(pipe, dataset_id, "session", sid)
-            pipe.execute()
+
+        self.store.on_dataset(dataset_id, write)
         self._touch(sid)
         return rec
 
@@ -386,13 +392,16 @@ class SessionStore:
         self.r.delete(self._key(sid, ":update"))
 
 
-def dataset_in_use(store, did):
+def dataset_in_use(store, did, users=None):
     """The unfinished jobs and open sessions that still need dataset ``did``.
 
     Parameters
     ----------
     store : workers.store.Store
     did : str
+    users : list of (str, str) or None
+        The dataset's users as :meth:`workers.store.Store.dataset_users` gives
+        them (read from the store when None).
 
     Returns
     -------
@@ -404,7 +413,7 @@ def dataset_in_use(store, did):
     """
     sessions = SessionStore(store)
     busy, gone = {"jobs": [], "sessions": []}, []
-    for kind, rid in store.dataset_users(did):
+    for kind, rid in (store.dataset_users(did) if users is None else users):
         rec = store.get_job(rid) if kind == "job" else sessions.get(rid)
         if rec is None:
             gone.append((kind, rid))

@@ -39,6 +39,17 @@ PREFIX = "shoal:"
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
 
+
+
+class DatasetGone(LookupError):
+    """The dataset a job or session was being created on no longer exists
+    (deleted or expired since the request checked it)."""
+
+    def __init__(self, dataset_id):
+        super().__init__(f"dataset {dataset_id!r} does not exist or has expired")
+        self.dataset_id = dataset_id
+
+
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 ACTIVE = ("QUEUED", "RUNNING")
 
@@ -177,6 +188,41 @@ class Store:
         return self.page_newest_first(f"{PREFIX}datasets", self.get_dataset_meta, page_size=page_size,
                                       page_token=page_token)
 
+    def on_dataset(self, did, write):
+        """Run ``write(pipe)`` in a transaction that commits only while dataset ``did`` exists.
+
+        The dataset's metadata key is watched from the existence check to the
+        commit, so a ``DELETE /v1/datasets/{id}`` (which watches the dataset's
+        user set, see :meth:`delete_dataset`) and the creation of a job or
+        session on it cannot interleave: either the record lands first and the
+        delete sees its user, or the delete lands first and this raises.
+
+        Parameters
+        ----------
+        did : str
+        write : callable
+            Queues the writes on the pipeline (in MULTI mode); may be called
+            again when a concurrent change to the dataset restarts the transaction.
+
+        Raises
+        ------
+        DatasetGone
+            The dataset does not exist (any more).
+        """
+        key = f"{PREFIX}dataset:{did}"
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    if not pipe.exists(key):
+                        pipe.unwatch()
+                        raise DatasetGone(did)
+                    pipe.multi()
+                    write(pipe)
+                    return pipe.execute()
+                except redis.WatchError:
+                    continue
+
     def add_dataset_user(self, pipe, did, kind, rid):
         """Queue on ``pipe`` the note that job or session ``rid`` uses dataset ``did``.
 
@@ -209,20 +255,43 @@ class Store:
         if users:
             self.r.srem(f"{PREFIX}dataset:{did}:users", *(f"{k}:{i}" for k, i in users))
 
-    def delete_dataset(self, did):
+    def delete_dataset(self, did, guard=None):
         """Delete the matrix, metadata and user set; False if the dataset did not exist.
 
-        The caller checks first that no unfinished job or open session uses it
-        (``DELETE /v1/datasets/{id}`` answers 409 otherwise); a job or session
-        created in the instant between that check and this call fails when it
-        runs, with a "dataset no longer exists" error.
+        Parameters
+        ----------
+        did : str
+        guard : callable or None
+            Called with the dataset's users (:meth:`dataset_users`) inside a
+            transaction that watches the dataset and its user set; it raises to
+            keep the dataset (``DELETE /v1/datasets/{id}`` raises its 409 while
+            a job or session still needs it). A job or session created on the
+            dataset meanwhile (:meth:`on_dataset`) restarts the transaction, so
+            the guard sees it; the guard may run more than once.
+
+        Raises
+        ------
+        Exception
+            Whatever ``guard`` raises; nothing is deleted then.
         """
         key = f"{PREFIX}dataset:{did}"
-        pipe = self.r.pipeline()
-        pipe.delete(key, f"{key}:X", f"{key}:aux")
-        pipe.delete(f"{key}:users")
-        pipe.zrem(f"{PREFIX}datasets", did)
-        return bool(pipe.execute()[0])
+        users_key = f"{key}:users"
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key, users_key)
+                    if not pipe.exists(key):
+                        pipe.unwatch()
+                        return False
+                    if guard is not None:
+                        guard(sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key)))
+                    pipe.multi()
+                    pipe.delete(key, f"{key}:X", f"{key}:aux", users_key)
+                    pipe.zrem(f"{PREFIX}datasets", did)
+                    pipe.execute()
+                    return True
+                except redis.WatchError:
+                    continue
 
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
@@ -232,6 +301,8 @@ class Store:
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
         contradictions found at submission (kept, reported in the result).
+        Raises :class:`DatasetGone` when the dataset no longer exists (the
+        record is written in :meth:`on_dataset`'s transaction).
         """
         jid = new_id("job")
         now = time.time()
@@ -261,12 +332,15 @@ class Store:
             "error": None,
         }
         key = f"{PREFIX}job:{jid}"
-        pipe = self.r.pipeline()
-        pipe.hset(key, mapping={k: json.dumps(v) for k, v in record.items()})
-        pipe.set(f"{key}:spec", dumps({"constraints": constraints, "conflicts": conflicts or []}))
-        pipe.zadd(f"{PREFIX}jobs", {jid: now})
-        self.add_dataset_user(pipe, dataset_id, "job", jid)
-        pipe.execute()
+        spec = dumps({"constraints": constraints, "conflicts": conflicts or []})
+
+        def write(pipe):
+            pipe.hset(key, mapping={k: json.dumps(v) for k, v in record.items()})
+            pipe.set(f"{key}:spec", spec)
+            pipe.zadd(f"{PREFIX}jobs", {jid: now})
+            self.add_dataset_user(pipe, dataset_id, "job", jid)
+
+        self.on_dataset(dataset_id, write)
         return record
 
     def _read(self, jid):

@@ -144,3 +144,18 @@ def test_users_whose_records_are_gone_do_not_hold_a_dataset(client, store, blobs
     assert client.delete(f"/v1/sessions/{sid}").status_code == 204
     assert store.dataset_users(did) == [("session", sid)]
     assert client.delete(f"/v1/datasets/{did}").status_code == 204
+
+
+@pytest.mark.parametrize("body, pointed", [({"dataset_id": "ds_gone", "method": "e2cp"}, True),
+                                           ({"data": [[1.0, 2.0]]}, False)])
+def test_a_dataset_gone_mid_request_answers_404(app, body, pointed):
+    """Store.on_dataset raises DatasetGone when a delete wins the race; the app's
+    handler turns it into a 404 problem naming /dataset_id when the client sent it."""
+    from workers.store import DatasetGone
+
+    with app.test_request_context("/v1/jobs", method="POST", json=body):
+        resp = app.make_response(app.handle_user_exception(DatasetGone("ds_gone")))
+    assert resp.status_code == 404 and resp.mimetype == PROBLEM
+    doc = resp.get_json()
+    assert doc["code"] == "not_found" and "ds_gone" in doc["detail"]
+    assert (doc.get("errors") == {"/dataset_id": ["unknown dataset"]}) == pointed

@@ -1,13 +1,61 @@
 """Job record transitions on a real Redis."""
 
 import numpy as np
+import pytest
 
-from workers.store import Store
+from workers.store import DatasetGone, Store
 
 
-def _job(store, **kw):
-    return store.create_job(dataset_id="ds_x", method="e2cp", n_clusters=2, params={}, constraints={},
+def _job(store, dataset_id=None, **kw):
+    if dataset_id is None:
+        dataset_id = store.put_dataset(np.zeros((3, 2)), name="jobs")["id"]
+    return store.create_job(dataset_id=dataset_id, method="e2cp", n_clusters=2, params={}, constraints={},
                             random_state=0, **kw)
+
+
+class _InUse(Exception):
+    pass
+
+
+def test_a_job_created_while_a_delete_checks_the_dataset_keeps_it(store):
+    """The delete's check and the delete are one transaction: a job created
+    on the dataset in between (another request) makes the check run again."""
+    from workers.session_store import dataset_in_use
+
+    did = store.put_dataset(np.zeros((4, 2)), name="race")["id"]
+    seen, created = [], []
+
+    def guard(users):
+        seen.append(users)
+        if not created:  # the other request lands between this check and the delete
+            created.append(_job(store, dataset_id=did)["id"])
+            return
+        if dataset_in_use(store, did, users)["jobs"]:
+            raise _InUse
+
+    with pytest.raises(_InUse):
+        store.delete_dataset(did, guard=guard)
+    assert seen == [[], [("job", created[0])]]
+    assert store.load_dataset(did) is not None and store.get_dataset_meta(did) is not None
+
+
+def test_a_dataset_deleted_while_a_job_is_being_created_takes_no_job(store):
+    did = store.put_dataset(np.zeros((4, 2)), name="race")["id"]
+    calls = []
+
+    def write(pipe):
+        calls.append(1)
+        if len(calls) == 1:  # the other request deletes it after the existence check
+            assert store.delete_dataset(did)
+        pipe.set("shoal:test:race-marker", "written")
+
+    with pytest.raises(DatasetGone) as err:
+        store.on_dataset(did, write)
+    assert err.value.dataset_id == did and len(calls) == 1
+    assert not store.r.exists("shoal:test:race-marker")
+    with pytest.raises(DatasetGone):
+        _job(store, dataset_id=did)
+    assert store.dataset_users(did) == []
 
 
 def test_dataset_roundtrip_is_bit_exact(store):
