@@ -59,9 +59,9 @@ def create_app(config=None):
         app.config.from_object(config)
 
     api = ShoalApi(app)
-    from . import constraints, datasets, health, jobs, methods, sessions
+    from . import constraints, datasets, health, jobs, methods, metrics, sessions
 
-    for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp):
+    for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):
         api.register_blueprint(bp)
     _register_session_params(api)
     errors.register(app)

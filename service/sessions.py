@@ -228,7 +228,7 @@ def post_answers(body, session_id):
         counts[outcome] += 1
         results.append(item)
     deltas = dict(counts, answers_received=len(body["answers"]))
-    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0)
+    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0, answers=counts)
     if revision is None:
         raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
     if ready:

@@ -3,6 +3,9 @@
 import os
 from dataclasses import dataclass, field
 
+#: Prefix of every Redis key Shoal writes (Celery's own keys excepted).
+PREFIX = "shoal:"
+
 
 def _env_int(name, default):
     return int(os.environ.get(name, default))

@@ -25,6 +25,7 @@ import time
 
 import redis
 
+from . import stats
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 from .store import PREFIX, decode_token, dumps, encode_token, new_id, utcnow_iso
 
@@ -115,6 +116,7 @@ class SessionStore:
             pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
             pipe.zadd(_INDEX, {sid: now})
             self.store.add_dataset_user(pipe, dataset_id, "session", sid)
+            stats.session_created(pipe, question_type)
 
         self.store.on_dataset(dataset_id, write)
         self._touch(sid)
@@ -145,6 +147,12 @@ class SessionStore:
         """Whether the session's record exists (not deleted or expired)."""
         return bool(self.r.exists(self._key(sid)))
 
+    def count_pass(self, state, seconds):
+        """Count one re-clustering pass (ending in ``state``, ``seconds`` long) for ``GET /metrics``."""
+        pipe = self.r.pipeline()
+        stats.session_pass(pipe, state, seconds)
+        pipe.execute()
+
     def update(self, sid, **fields):
         """Set record fields; False (nothing written) if the session does not exist."""
         fields["updated_at"] = utcnow_iso()
@@ -166,9 +174,11 @@ class SessionStore:
             self.r.delete(*keys[i:i + 500])
         return existed
 
-    def bump_counters(self, sid, deltas, *, revision_step=0):
+    def bump_counters(self, sid, deltas, *, revision_step=0, answers=None):
         """Add to counters (and the revision) with an optimistic transaction.
 
+        ``answers`` (outcome -> count of one answers request) is added to the
+        service-wide counters of ``GET /metrics`` in the same transaction.
         Returns the new revision, or None if the session does not exist.
         """
         key = self._key(sid)
@@ -187,6 +197,8 @@ class SessionStore:
                     pipe.hset(key, mapping={"counters": json.dumps(counters),
                                             "revision": json.dumps(revision + revision_step),
                                             "updated_at": json.dumps(utcnow_iso())})
+                    if answers:
+                        stats.answers_recorded(pipe, answers)
                     pipe.execute()
                     return revision + revision_step
                 except redis.WatchError:

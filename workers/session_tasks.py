@@ -213,7 +213,7 @@ def session_update(self, sid):
         if rec is None:
             ss.finish_update(sid)
             return
-        failure = None
+        failure, started = None, time.monotonic()
         try:
             outcome = update_once(store, ss, sid)
         except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
@@ -227,6 +227,7 @@ def session_update(self, sid):
                       error=problem("session_update_failed", "Re-clustering failed", 500,
                                     f"{type(failure).__name__}: {failure}"))
             outcome = ("FAILED", rec["observed_revision"])  # the last good model's
+        ss.count_pass(outcome[0], time.monotonic() - started)
         _notify(sid, rec.get("callback_url"), *outcome)
         if ss.take_pending(sid):
             continue

@@ -33,9 +33,8 @@ import numpy as np
 import redis
 import scipy.sparse as sp
 
-from .config import Settings
-
-PREFIX = "shoal:"
+from . import stats
+from .config import PREFIX, Settings
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
 
@@ -339,6 +338,7 @@ class Store:
             pipe.set(f"{key}:spec", spec)
             pipe.zadd(f"{PREFIX}jobs", {jid: now})
             self.add_dataset_user(pipe, dataset_id, "job", jid)
+            stats.job_submitted(pipe, method)
 
         self.on_dataset(dataset_id, write)
         return record
@@ -438,9 +438,11 @@ class Store:
         token = encode_token(out[-1]["created_ts"], out[-1]["id"]) if len(out) == page_size else None
         return out, token
 
-    def _transition(self, jid, allowed_from, updates):
+    def _transition(self, jid, allowed_from, updates, also=None):
         """Apply ``updates`` iff the job's state is in ``allowed_from``.
 
+        ``also(pipe, record)``, if given, queues more writes in the same
+        transaction (``record``: the job as it was before the update).
         Returns the new record, or None when the job is unknown or in another state.
         """
         key = f"{PREFIX}job:{jid}"
@@ -448,12 +450,15 @@ class Store:
             while True:
                 try:
                     pipe.watch(key)
-                    cur = pipe.hget(key, "state")
-                    if cur is None or json.loads(cur) not in allowed_from:
+                    cur = pipe.hmget(key, ["state", "method", "started_ts"])
+                    if cur[0] is None or json.loads(cur[0]) not in allowed_from:
                         pipe.unwatch()
                         return None
                     pipe.multi()
                     pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
+                    if also is not None:
+                        also(pipe, {k: json.loads(v) for k, v in zip(("state", "method", "started_ts"), cur)
+                                    if v is not None})
                     pipe.execute()
                     break
                 except redis.WatchError:
@@ -492,10 +497,12 @@ class Store:
     def finish_job(self, jid, state, *, error=None):
         """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL."""
         assert state in TERMINAL
-        updates = {"state": state, "finished_at": utcnow_iso(), "error": error}
+        now = time.time()
+        updates = {"state": state, "finished_at": utcnow_iso(now), "error": error}
         if state == "SUCCEEDED":
             updates["progress"] = {"fraction": 1.0, "stage": "done", "message": None}
-        rec = self._transition(jid, ACTIVE, updates)
+        rec = self._transition(jid, ACTIVE, updates,
+                               also=lambda pipe, before: stats.job_finished(pipe, before, state, now))
         if rec is not None:
             ttl = self.settings.job_ttl
             key = f"{PREFIX}job:{jid}"

@@ -5,6 +5,25 @@ import time
 import requests
 
 
+def metric_values(text):
+    """Prometheus text -> {(sample name, sorted label items): value}."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def metric(values, name, **labels):
+    """One sample of :func:`metric_values`' output (0 when absent)."""
+    return values.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def scrape(base):
+    r = requests.get(f"{base}/metrics", timeout=30)
+    assert r.status_code == 200, r.text
+    return metric_values(r.text)
+
+
 def upload(base, X, y=None, item_ids=None, name="test"):
     body = {"name": name, "data": [list(map(float, r)) for r in X]}
     if y is not None:

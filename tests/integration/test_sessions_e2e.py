@@ -14,7 +14,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load
 
-from .helpers import WebhookReceiver, signature_ok, submit, upload, wait_done
+from .helpers import WebhookReceiver, metric, scrape, signature_ok, submit, upload, wait_done
 
 pytestmark = pytest.mark.integration
 
@@ -134,6 +134,7 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, op
 def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     X, y = load("iris", zscore=False)
     did = upload(live, X, y)
+    before = scrape(live)
     r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "question_type": "triplet", "n_clusters": 3,
                                                    "budget": 40, "answers_per_question": 3, "pool_size": 10},
                       timeout=30)
@@ -143,7 +144,7 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     session = _wait_up_to_date(live, sid)
     first = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     rng = np.random.default_rng(1)
-    votes, rounds = {}, 0
+    votes, rounds, n_accepted, n_posts = {}, 0, 0, 0
 
     def implied(g, items):  # DCRC's ideal answer (DC-1) under the grouping g
         a, b, c = items
@@ -163,6 +164,7 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
                             timeout=30).json()
         assert [x["outcome"] for x in res["results"]] == ["accepted"] * len(batch) + ["rejected"], res
         assert "yes, no, dont_know" in res["results"][-1]["reason"]
+        n_accepted, n_posts = n_accepted + len(batch), n_posts + 1
         session = _wait_up_to_date(live, sid)
     assert session["state"] == "COMPLETED" and session["budget_used"] == 40
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
@@ -178,6 +180,22 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3,
                                  scale="zscore").json()["id"])
     assert ari > requests.get(live + job["result_url"], timeout=30).json()["metrics"]["ari"]
+
+    after = scrape(live)  # GET /metrics: what the web and worker processes counted in Redis
+
+    def delta(name, **labels):
+        return metric(after, name, **labels) - metric(before, name, **labels)
+
+    assert delta("shoal_sessions_created_total", question_type="triplet") == 1
+    assert delta("shoal_session_answers_total", outcome="accepted") == n_accepted
+    assert delta("shoal_session_answers_total", outcome="rejected") == n_posts
+    passes = delta("shoal_session_passes_total", state="ACTIVE") + delta("shoal_session_passes_total",
+                                                                          state="COMPLETED")
+    assert passes >= 2 and delta("shoal_session_passes_total", state="COMPLETED") >= 1
+    assert delta("shoal_session_pass_seconds_count") >= passes and delta("shoal_session_pass_seconds_sum") > 0
+    assert delta("shoal_jobs_finished_total", method="spectral", state="SUCCEEDED") == 1
+    assert delta("shoal_job_run_seconds_count", method="spectral") == 1
+    assert metric(after, "shoal_workers") >= 1
 
 
 def test_session_callback_gets_a_signed_event_after_every_pass(live):
