@@ -59,13 +59,14 @@ def create_app(config=None):
         app.config.from_object(config)
 
     api = ShoalApi(app)
-    from . import constraints, datasets, health, jobs, methods, metrics, sessions
+    from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
 
     for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):
         api.register_blueprint(bp)
     _register_session_params(api)
     errors.register(app)
     app.before_request(_require_json)
+    idempotency.register(app)
 
     @app.get("/openapi.yaml")
     def openapi_yaml():

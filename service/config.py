@@ -36,6 +36,8 @@ class Config:
     SHOAL_MAX_CELLS = _int("SHOAL_MAX_CELLS", 10_000_000)
     SHOAL_MAX_CONSTRAINTS = _int("SHOAL_MAX_CONSTRAINTS", 200_000)
     SHOAL_RETRY_AFTER = _int("SHOAL_RETRY_AFTER", 1)
+    # Seconds an Idempotency-Key keeps the response of the creating POST it was sent with.
+    SHOAL_IDEMPOTENCY_TTL = _int("SHOAL_IDEMPOTENCY_TTL", 24 * 3600)
     # callback_url may name a loopback / private / link-local host (tests, or a
     # deployment whose clients share its network); off: refused with a 422.
     SHOAL_CALLBACK_ALLOW_PRIVATE = _flag("SHOAL_CALLBACK_ALLOW_PRIVATE")

@@ -8,6 +8,7 @@ from workers.session_store import dataset_in_use
 
 from . import get_store
 from .errors import ApiError, check_page_token, problem_docs
+from .idempotency import idempotent
 
 blp = Blueprint("datasets", __name__, url_prefix="/v1/datasets", description="Upload and manage datasets")
 
@@ -38,6 +39,7 @@ def dataset_or_404(store, dataset_id, pointer=None):
 
 
 @blp.route("", methods=["POST"])
+@idempotent(blp)
 @blp.arguments(DatasetCreateSchema)
 @blp.response(201, DatasetSchema)
 @problem_docs(blp, (413, "Too many rows, columns or bytes"), (422, "NaN, ragged rows, non-numeric cells ..."))

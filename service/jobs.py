@@ -27,6 +27,7 @@ from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_size, dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
+from .idempotency import idempotent
 from .presets import params_with_preset
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
@@ -125,6 +126,7 @@ def _check_method(body, n_samples, n_features):
 
 
 @blp.route("", methods=["POST"])
+@idempotent(blp)
 @blp.arguments(JobCreateSchema)
 @blp.response(202, JobSchema)
 @problem_docs(blp, (404, "Unknown dataset"),
@@ -240,10 +242,11 @@ def get_affinity(args, job_id):
 
 
 @blp.route("/<string:job_id>/predict", methods=["POST"])
+@idempotent(blp, document_409=False)
 @blp.arguments(PredictRequestSchema)
 @blp.response(202, JobSchema)
 @problem_docs(blp, (404, "Unknown or expired job"),
-              (409, "Job not SUCCEEDED (yet)"),
+              (409, "Job not SUCCEEDED (yet), or a request with this Idempotency-Key still running"),
               (422, "Rows do not fit the model"))
 def predict(body, job_id):
     """Assign new rows with a fitted inductive model (DCRC); runs as a job on a worker."""

@@ -34,6 +34,7 @@ from . import get_store
 from .callbacks import check_callback_url
 from .datasets import dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
+from .idempotency import idempotent
 from .presets import params_with_preset
 
 blp = Blueprint("sessions", __name__, url_prefix="/v1/sessions",
@@ -80,6 +81,7 @@ def _item_ids_of(question, item_ids):
 
 
 @blp.route("", methods=["POST"])
+@idempotent(blp)
 @blp.arguments(SessionCreateSchema)
 @blp.response(201, SessionSchema)
 @problem_docs(blp, (404, "Unknown dataset"), (422, "Invalid session or callback_url"))

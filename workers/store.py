@@ -120,6 +120,52 @@ class Store:
         keys = list(self.r.scan_iter(match=f"{PREFIX}worker:*", count=100))
         return sorted(k.decode()[len(PREFIX) + 7:] for k in keys)
 
+    # -------------------------------------------------------- idempotency keys
+    def claim_request(self, scope, key, fingerprint, *, pending_ttl=60):
+        """Claim an ``Idempotency-Key`` for one request, or find who has it.
+
+        Parameters
+        ----------
+        scope : str
+            The endpoint (method and path): a key is only unique within it.
+        key : str
+            The client's ``Idempotency-Key`` header.
+        fingerprint : str
+            A hash of the request body: the same key with another body is an error.
+        pending_ttl : int, seconds
+            How long the claim holds while the request runs (a crashed request
+            frees the key after it).
+
+        Returns
+        -------
+        dict or None
+            None: claimed, run the request. Else the record found:
+            ``{"state": "pending" | "done", "fingerprint", "status", "body",
+            "headers"}`` (the last three once done).
+        """
+        rkey = self._request_key(scope, key)
+        claim = json.dumps({"state": "pending", "fingerprint": fingerprint})
+        if self.r.set(rkey, claim, nx=True, ex=pending_ttl):
+            return None
+        raw = self.r.get(rkey)
+        if raw is None:  # expired in between: try once more
+            return None if self.r.set(rkey, claim, nx=True, ex=pending_ttl) else {"state": "pending",
+                                                                                    "fingerprint": fingerprint}
+        return json.loads(raw)
+
+    def finish_request(self, scope, key, fingerprint, status, body, headers, ttl):
+        """Remember a successful response under its key for ``ttl`` seconds (replayed on retries)."""
+        self.r.set(self._request_key(scope, key), json.dumps(
+            {"state": "done", "fingerprint": fingerprint, "status": status, "body": body, "headers": headers}), ex=ttl)
+
+    def release_request(self, scope, key):
+        """Forget a claim whose request failed, so the client may retry with the same key."""
+        self.r.delete(self._request_key(scope, key))
+
+    @staticmethod
+    def _request_key(scope, key):
+        return f"{PREFIX}idempotency:{hashlib.sha256(f'{scope} {key}'.encode()).hexdigest()}"
+
     # ---------------------------------------------------------------- datasets
     def put_dataset(self, X, *, name=None, labels=None, item_ids=None):
         """Store a validated matrix; returns its metadata dict.
