@@ -273,6 +273,26 @@ def predict(body, job_id):
     return job_view(rec), 202, headers
 
 
+@blp.route("/<string:job_id>", methods=["DELETE"])
+@blp.response(204)
+@problem_docs(blp, (404, "Unknown or expired job"), (409, "Job still QUEUED or RUNNING"))
+def delete_job(job_id):
+    """Delete a finished job with its result, affinity and model (before its TTL would).
+
+    A job still QUEUED or RUNNING answers 409 ``job_not_finished``: cancel it
+    first (``POST /v1/jobs/{id}/cancel``) and delete it once ``done``. A
+    predict job's rows go with it; predict jobs still to run on a deleted
+    job's model fail with ``predict_failed``. The dataset stays.
+    """
+    outcome = get_store().delete_job(job_id)
+    if outcome == "missing":
+        raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
+    if outcome == "unfinished":
+        raise ApiError(409, "job_not_finished", f"job {job_id!r} is still queued or running; cancel it "
+                       "(POST /v1/jobs/{id}/cancel) and delete it once it is done")
+    return ""
+
+
 @blp.route("/<string:job_id>/cancel", methods=["POST"])
 @blp.response(202, JobSchema)
 @problem_docs(blp, (404, "Unknown or expired job"))

@@ -558,6 +558,43 @@ class Store:
             pipe.execute()
         return rec
 
+    def delete_job(self, jid):
+        """Delete a finished job: record, spec, result, affinity, model, listing entry.
+
+        A predict job's rows (the dataset ``POST /v1/jobs/{id}/predict`` stored
+        for it) go with it. A job still QUEUED or RUNNING is left alone.
+
+        Returns
+        -------
+        str
+            ``"deleted"``, ``"missing"`` (unknown or expired) or ``"unfinished"``
+            (QUEUED or RUNNING: cancel it first).
+        """
+        key = f"{PREFIX}job:{jid}"
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(key)
+                    raw = pipe.hmget(key, ["state", "dataset_id", "kind"])
+                    if raw[0] is None:
+                        pipe.unwatch()
+                        return "missing"
+                    state, did, kind = (json.loads(v) if v is not None else None for v in raw)
+                    if state not in TERMINAL:
+                        pipe.unwatch()
+                        return "unfinished"
+                    pipe.multi()
+                    pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model")))
+                    pipe.zrem(f"{PREFIX}jobs", jid)
+                    pipe.srem(f"{PREFIX}dataset:{did}:users", f"job:{jid}")
+                    pipe.execute()
+                    break
+                except redis.WatchError:
+                    continue
+        if kind == "predict":
+            self.delete_dataset(did)
+        return "deleted"
+
     def request_cancel(self, jid):
         """Best-effort, idempotent cancellation. Returns the record or None."""
         rec = self._read(jid)

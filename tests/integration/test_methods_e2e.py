@@ -96,6 +96,15 @@ def test_dcrc_fits_triplets_and_predicts_new_rows(live, blobs):
     bad = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": [[1.0, 2.0, 3.0]]}, timeout=30)
     assert bad.status_code == 422 and "/data" in bad.json()["errors"]
 
+    # Deleting the predict job takes the rows it was given; the fitted job and its dataset stay.
+    rows = requests.get(f"{live}/v1/jobs/{r.json()['id']}", timeout=30).json()["dataset_id"]
+    assert requests.get(f"{live}/v1/datasets/{rows}", timeout=30).status_code == 200
+    assert requests.delete(f"{live}/v1/jobs/{r.json()['id']}", timeout=30).status_code == 204
+    assert requests.get(f"{live}/v1/jobs/{r.json()['id']}", timeout=30).status_code == 404
+    assert requests.get(f"{live}/v1/datasets/{rows}", timeout=30).status_code == 404
+    assert requests.get(f"{live}/v1/jobs/{job['id']}/result", timeout=30).status_code == 200
+    assert requests.get(f"{live}/v1/datasets/{did}", timeout=30).status_code == 200
+
 
 def test_recon_returns_a_hierarchy_that_satisfies_the_triplets(live, blobs):
     did, X, y = blobs

@@ -107,6 +107,27 @@ def test_cancel_queued_job_is_immediate_and_idempotent(client, blobs_dataset):
     assert res.status_code == 409 and res.json["state"] == "CANCELLED"
 
 
+def test_a_finished_job_can_be_deleted_an_unfinished_one_not(client, store, blobs_dataset):
+    did, _, _ = blobs_dataset
+    jid = submit(client, did).json["id"]
+    r = client.delete(f"/v1/jobs/{jid}")
+    assert r.status_code == 409 and r.json["code"] == "job_not_finished"
+    assert client.get(f"/v1/jobs/{jid}").json["state"] == "QUEUED"
+    assert store.start_job(jid)["state"] == "RUNNING"
+    assert client.delete(f"/v1/jobs/{jid}").status_code == 409
+    store.save_result(jid, {"job_id": jid, "labels": [0] * 60})
+    assert store.finish_job(jid, "SUCCEEDED")["state"] == "SUCCEEDED"
+
+    assert client.delete(f"/v1/jobs/{jid}").status_code == 204
+    assert client.get(f"/v1/jobs/{jid}").status_code == 404
+    assert client.get(f"/v1/jobs/{jid}/result").status_code == 404
+    assert client.delete(f"/v1/jobs/{jid}").status_code == 404
+    assert not store.r.keys(f"shoal:job:{jid}*")
+    assert ("job", jid) not in store.dataset_users(did)
+    assert jid not in [j["id"] for j in client.get("/v1/jobs?page_size=100").json["jobs"]]
+    assert client.get(f"/v1/datasets/{did}").status_code == 200  # the dataset stays
+
+
 def test_list_jobs_paginates_without_repeats(client, blobs_dataset):
     did, _, _ = blobs_dataset
     ids = {submit(client, did).json["id"] for _ in range(5)}
