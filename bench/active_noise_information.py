@@ -94,7 +94,8 @@ def main(argv=None):
     print(f"10% wrong: at most {res['capacity_bits']:.3f} of a bit per answer; 200 answers ~ "
           f"{res['capacity_budget']:.0f} coin-flip answers. Share r(p) at P(yes) = "
           + ", ".join(f"{p}: {v:.2f}" for p, v in res["share_at_p"].items()))
-    print(f"{'dataset':11s} {'mode':28s} {'free':>5s} {'noisy':>5s} {'ratio':>5s} {'worth':>6s} {'free@106/free@200':>18s}")
+    head = ("dataset", "mode", "free", "noisy", "ratio", "worth", "free@106/free@200")
+    print("{:11s} {:28s} {:>5s} {:>5s} {:>5s} {:>6s} {:>18s}".format(*head))
     for r in res["rows"]:
         worth = "-" if r["equivalent_budget"] is None else f"{r['equivalent_budget']:.0f}"
         print(f"{r['dataset']:11s} {r['method'] + ' ' + r['k_mode']:28s} {r['noise_free_ari']:5.2f} "

@@ -106,9 +106,10 @@ def metrics():
 
     Jobs by method and state, job run time, sessions, answers by outcome,
     session passes and their duration, queue depth, running tasks, live
-    workers (metric names in README.md, "Metrics"). Counts survive process restarts (they live in Redis) and cover every web and
-    worker process. When Redis does not answer, only ``shoal_redis_up 0`` is
-    returned (still 200, so the scrape records the outage).
+    workers (metric names in README.md, "Metrics"). Counts survive process
+    restarts (they live in Redis) and cover every web and worker process.
+    When Redis does not answer, only ``shoal_redis_up 0`` is returned (still
+    200, so the scrape records the outage).
     """
     registry = CollectorRegistry(auto_describe=False)
     registry.register(_RedisCollector(get_store()))

@@ -112,6 +112,7 @@ class SessionStore:
             "budget_used": 0, "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
         }
+
         def write(pipe):
             pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
             pipe.zadd(_INDEX, {sid: now})

@@ -35,9 +35,9 @@ import scipy.sparse as sp
 
 from . import stats
 from .config import PREFIX, Settings
+
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
-
 
 
 class DatasetGone(LookupError):
