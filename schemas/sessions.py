@@ -165,6 +165,8 @@ class SessionListArgsSchema(PageArgsSchema):
     """``GET /v1/sessions`` query: newest first, cursor pagination as for jobs."""
 
     state = fields.String(load_default=None, validate=validate.OneOf(SESSION_STATES))
+    dataset_id = fields.String(load_default=None, validate=validate.Length(min=1, max=100),
+                               metadata={"description": "only the sessions on this dataset (none once it is deleted)"})
 
 
 class SessionListSchema(Schema):

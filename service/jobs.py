@@ -170,10 +170,10 @@ def create_job(body):
 @blp.response(200, JobListSchema)
 @problem_docs(blp, (400, "Malformed page_token"))
 def list_jobs(args):
-    """Jobs, newest first, with cursor pagination (``page_token``)."""
+    """Jobs, newest first, with cursor pagination (``page_token``), optionally of one ``state`` or dataset."""
     check_page_token(args.get("page_token"))
-    recs, token = get_store().list_jobs(state=args.get("state"), page_size=args["page_size"],
-                                        page_token=args.get("page_token"))
+    recs, token = get_store().list_jobs(state=args.get("state"), dataset_id=args.get("dataset_id"),
+                                        page_size=args["page_size"], page_token=args.get("page_token"))
     return {"jobs": [job_view(r) for r in recs], "next_page_token": token}
 
 

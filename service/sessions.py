@@ -131,10 +131,11 @@ def create_session(body):
 @blp.response(200, SessionListSchema)
 @problem_docs(blp, (400, "Malformed page_token"))
 def list_sessions(args):
-    """Sessions, newest first, with cursor pagination (``page_token``) and an optional ``state``."""
+    """Sessions, newest first, with cursor pagination (``page_token``), optionally of one ``state`` or dataset."""
     check_page_token(args.get("page_token"))
     ss = _sessions()
-    recs, token = ss.list(state=args.get("state"), page_size=args["page_size"], page_token=args.get("page_token"))
+    recs, token = ss.list(state=args.get("state"), dataset_id=args.get("dataset_id"), page_size=args["page_size"],
+                          page_token=args.get("page_token"))
     return {"sessions": [session_view(ss, r) for r in recs], "next_page_token": token}
 
 

@@ -123,9 +123,13 @@ class SessionStore:
         self._touch(sid)
         return rec
 
-    def list(self, *, state=None, page_size=20, page_token=None):
+    def list(self, *, state=None, dataset_id=None, page_size=20, page_token=None):
         """Sessions, newest first, cursor-paginated: ``(records, next_page_token)``
-        (see :meth:`workers.store.Store.page_newest_first`)."""
+        (see :meth:`workers.store.Store.page_newest_first`); ``dataset_id`` keeps
+        the sessions on that dataset (:meth:`workers.store.Store.page_of_dataset`)."""
+        if dataset_id is not None:
+            return self.store.page_of_dataset(dataset_id, "session", self.get, state=state, page_size=page_size,
+                                              page_token=page_token)
         return self.store.page_newest_first(_INDEX, self.get, state=state, page_size=page_size,
                                             page_token=page_token)
 

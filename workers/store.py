@@ -418,10 +418,39 @@ class Store:
         raw = self.r.get(f"{PREFIX}job:{jid}:spec")
         return json.loads(raw) if raw else None
 
-    def list_jobs(self, *, state=None, page_size=20, page_token=None):
-        """Newest first, cursor-paginated. Returns ``(records, next_page_token)``."""
+    def list_jobs(self, *, state=None, dataset_id=None, page_size=20, page_token=None):
+        """Newest first, cursor-paginated. Returns ``(records, next_page_token)``;
+        ``dataset_id`` keeps the jobs on that dataset (:meth:`page_of_dataset`)."""
+        if dataset_id is not None:
+            return self.page_of_dataset(dataset_id, "job", self.get_job, state=state, page_size=page_size,
+                                        page_token=page_token)
         return self.page_newest_first(f"{PREFIX}jobs", self.get_job, state=state, page_size=page_size,
                                       page_token=page_token)
+
+    def page_of_dataset(self, did, kind, load, *, state=None, page_size=20, page_token=None):
+        """One page of the jobs or sessions created on dataset ``did``, newest first.
+
+        Reads the dataset's user set (:meth:`dataset_users`) instead of the
+        whole index, so it costs what the dataset's own records cost. Pages and
+        tokens are those of :meth:`page_newest_first`. A dataset that was
+        deleted or expired has no users left: its page is empty.
+
+        Parameters
+        ----------
+        did : str
+        kind : {"job", "session"}
+        load, state, page_size, page_token
+            As for :meth:`page_newest_first`.
+        """
+        recs = [r for r in (load(rid) for k, rid in self.dataset_users(did) if k == kind)
+                if r is not None and (state is None or r["state"] == state)]
+        recs.sort(key=lambda r: (r["created_ts"], r["id"]), reverse=True)
+        if page_token:
+            last = tuple(decode_token(page_token))
+            recs = [r for r in recs if (r["created_ts"], r["id"]) < last]
+        page = recs[:page_size]
+        token = encode_token(page[-1]["created_ts"], page[-1]["id"]) if len(recs) > page_size else None
+        return page, token
 
     def page_newest_first(self, zkey, load, *, state=None, page_size=20, page_token=None):
         """One page of the records indexed in the sorted set ``zkey`` (score = ``created_ts``), newest first.

@@ -145,6 +145,37 @@ def test_list_jobs_paginates_without_repeats(client, blobs_dataset):
     assert all(j["state"] == "CANCELLED" for j in queued)
 
 
+def _all_pages(client, url):
+    seen, token = [], None
+    while True:
+        page = client.get(url + (f"&page_token={token}" if token else "")).json
+        seen.append(page)
+        token = page["next_page_token"]
+        if not token:
+            return seen
+
+
+@pytest.mark.parametrize("kind", ["jobs", "sessions"])
+def test_list_by_dataset_gives_that_datasets_records_newest_first(client, blobs_dataset, kind):
+    did = blobs_dataset[0]
+    other = client.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0], [2.0, 2.0], [3.0, 1.0]]}).json["id"]
+    body = {"method": "e2cp", "n_clusters": 2} if kind == "jobs" else {"budget": 5}
+    mine = [client.post(f"/v1/{kind}", json=dict(body, dataset_id=did)).json["id"] for _ in range(5)]
+    theirs = [client.post(f"/v1/{kind}", json=dict(body, dataset_id=other)).json["id"] for _ in range(2)]
+    if kind == "jobs":
+        assert client.post(f"/v1/jobs/{mine[1]}/cancel").json["state"] == "CANCELLED"
+    pages = _all_pages(client, f"/v1/{kind}?page_size=2&dataset_id={did}")
+    listed = [r["id"] for p in pages for r in p[kind]]
+    assert [len(p[kind]) for p in pages][:2] == [2, 2]
+    assert listed[:5] == mine[::-1] and not set(listed) & set(theirs)  # newest first, no repeats
+    assert all(r["dataset_id"] == did for p in pages for r in p[kind])
+    assert [r["id"] for r in client.get(f"/v1/{kind}?dataset_id={other}").json[kind]] == theirs[::-1]
+    if kind == "jobs":
+        cancelled = client.get(f"/v1/jobs?dataset_id={did}&state=CANCELLED").json["jobs"]
+        assert [r["id"] for r in cancelled] == [mine[1]]
+    assert client.get(f"/v1/{kind}?dataset_id=ds_unknown").json == {kind: [], "next_page_token": None}
+
+
 def test_methods_catalogue_is_served_whole(client):
     import json
 
