@@ -12,6 +12,8 @@ class ProblemSchema(Schema):
     detail = fields.String(metadata={"description": "Explanation specific to this occurrence"})
     code = fields.String(metadata={"description": "Stable machine-readable error code"})
     instance = fields.String()
+    request_id = fields.String(metadata={"description": "this request's X-Request-ID (the client's, or one made "
+                                                        "for it): quote it when reporting a problem"})
     errors = fields.Dict(
         keys=fields.String(),
         values=fields.List(fields.String()),

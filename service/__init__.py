@@ -4,7 +4,7 @@ from flask import Flask, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Api
 
-from . import errors
+from . import errors, request_id
 from .config import Config
 
 
@@ -58,6 +58,7 @@ def create_app(config=None):
     elif config is not None:
         app.config.from_object(config)
 
+    request_id.register(app)
     api = ShoalApi(app)
     from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
 

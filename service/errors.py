@@ -15,6 +15,8 @@ from schemas.problems import ProblemSchema
 from workers.store import DatasetGone, StoreError, decode_token
 from workers.submit import QueueError
 
+from . import request_id
+
 log = logging.getLogger(__name__)
 
 PROBLEM_JSON = "application/problem+json"
@@ -80,6 +82,9 @@ def problem_response(status, code, detail, *, title=None, errors=None, headers=N
         "code": code,
         "instance": request.path,
     }
+    rid = request_id.current()
+    if rid:
+        body["request_id"] = rid
     if errors:
         body["errors"] = errors
     body.update(extra)
@@ -164,7 +169,7 @@ def handle_dataset_gone(exc):
 
 
 def handle_unexpected(exc):
-    log.exception("unhandled error")
+    log.exception("unhandled error (request %s)", request_id.current())
     return problem_response(500, "internal_error", "an unexpected error occurred; it has been logged")
 
 
