@@ -23,8 +23,6 @@ re-clustering run on a worker (``workers.session_tasks``).
 import json
 import time
 
-import redis
-
 from . import stats
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 from .store import PREFIX, decode_token, dumps, encode_token, new_id, utcnow_iso
@@ -187,27 +185,24 @@ class SessionStore:
         Returns the new revision, or None if the session does not exist.
         """
         key = self._key(sid)
-        with self.r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    raw = pipe.hmget(key, ["counters", "revision"])
-                    if raw[0] is None:  # deleted meanwhile
-                        pipe.unwatch()
-                        return None
-                    counters, revision = json.loads(raw[0]), json.loads(raw[1])
-                    for k, v in deltas.items():
-                        counters[k] = counters.get(k, 0) + v
-                    pipe.multi()
-                    pipe.hset(key, mapping={"counters": json.dumps(counters),
-                                            "revision": json.dumps(revision + revision_step),
-                                            "updated_at": json.dumps(utcnow_iso())})
-                    if answers:
-                        stats.answers_recorded(pipe, answers)
-                    pipe.execute()
-                    return revision + revision_step
-                except redis.WatchError:
-                    continue
+
+        def tx(pipe):
+            raw = pipe.hmget(key, ["counters", "revision"])
+            if raw[0] is None:  # deleted meanwhile
+                pipe.unwatch()
+                return None
+            counters, revision = json.loads(raw[0]), json.loads(raw[1])
+            for k, v in deltas.items():
+                counters[k] = counters.get(k, 0) + v
+            pipe.multi()
+            pipe.hset(key, mapping={"counters": json.dumps(counters),
+                                    "revision": json.dumps(revision + revision_step),
+                                    "updated_at": json.dumps(utcnow_iso())})
+            if answers:
+                stats.answers_recorded(pipe, answers)
+            return revision + revision_step
+
+        return self.r.transaction(tx, key, value_from_callable=True)
 
     # ----------------------------------------------------------- estimator state
     def save_state(self, sid, state):

@@ -255,18 +255,15 @@ class Store:
             The dataset does not exist (any more).
         """
         key = f"{PREFIX}dataset:{did}"
-        with self.r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    if not pipe.exists(key):
-                        pipe.unwatch()
-                        raise DatasetGone(did)
-                    pipe.multi()
-                    write(pipe)
-                    return pipe.execute()
-                except redis.WatchError:
-                    continue
+
+        def tx(pipe):
+            if not pipe.exists(key):
+                pipe.unwatch()
+                raise DatasetGone(did)
+            pipe.multi()
+            write(pipe)
+
+        self.r.transaction(tx, key)
 
     def add_dataset_user(self, pipe, did, kind, rid):
         """Queue on ``pipe`` the note that job or session ``rid`` uses dataset ``did``.
@@ -321,22 +318,19 @@ class Store:
         """
         key = f"{PREFIX}dataset:{did}"
         users_key = f"{key}:users"
-        with self.r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key, users_key)
-                    if not pipe.exists(key):
-                        pipe.unwatch()
-                        return False
-                    if guard is not None:
-                        guard(sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key)))
-                    pipe.multi()
-                    pipe.delete(key, f"{key}:X", f"{key}:aux", users_key)
-                    pipe.zrem(f"{PREFIX}datasets", did)
-                    pipe.execute()
-                    return True
-                except redis.WatchError:
-                    continue
+
+        def tx(pipe):
+            if not pipe.exists(key):
+                pipe.unwatch()
+                return False
+            if guard is not None:
+                guard(sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key)))
+            pipe.multi()
+            pipe.delete(key, f"{key}:X", f"{key}:aux", users_key)
+            pipe.zrem(f"{PREFIX}datasets", did)
+            return True
+
+        return self.r.transaction(tx, key, users_key, value_from_callable=True)
 
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
@@ -521,24 +515,20 @@ class Store:
         Returns the new record, or None when the job is unknown or in another state.
         """
         key = f"{PREFIX}job:{jid}"
-        with self.r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    cur = pipe.hmget(key, ["state", "method", "started_ts"])
-                    if cur[0] is None or json.loads(cur[0]) not in allowed_from:
-                        pipe.unwatch()
-                        return None
-                    pipe.multi()
-                    pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
-                    if also is not None:
-                        also(pipe, {k: json.loads(v) for k, v in zip(("state", "method", "started_ts"), cur)
-                                    if v is not None})
-                    pipe.execute()
-                    break
-                except redis.WatchError:
-                    continue
-        return self._read(jid)
+        fields = ("state", "method", "started_ts")
+
+        def tx(pipe):
+            cur = pipe.hmget(key, list(fields))
+            if cur[0] is None or json.loads(cur[0]) not in allowed_from:
+                pipe.unwatch()
+                return False
+            pipe.multi()
+            pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
+            if also is not None:
+                also(pipe, {k: json.loads(v) for k, v in zip(fields, cur) if v is not None})
+            return True
+
+        return self._read(jid) if self.r.transaction(tx, key, value_from_callable=True) else None
 
     def start_job(self, jid):
         """Mark RUNNING and count the attempt; None if the job must not run.
@@ -600,29 +590,26 @@ class Store:
             (QUEUED or RUNNING: cancel it first).
         """
         key = f"{PREFIX}job:{jid}"
-        with self.r.pipeline() as pipe:
-            while True:
-                try:
-                    pipe.watch(key)
-                    raw = pipe.hmget(key, ["state", "dataset_id", "kind"])
-                    if raw[0] is None:
-                        pipe.unwatch()
-                        return "missing"
-                    state, did, kind = (json.loads(v) if v is not None else None for v in raw)
-                    if state not in TERMINAL:
-                        pipe.unwatch()
-                        return "unfinished"
-                    pipe.multi()
-                    pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model")))
-                    pipe.zrem(f"{PREFIX}jobs", jid)
-                    pipe.srem(f"{PREFIX}dataset:{did}:users", f"job:{jid}")
-                    pipe.execute()
-                    break
-                except redis.WatchError:
-                    continue
-        if kind == "predict":
-            self.delete_dataset(did)
-        return "deleted"
+
+        def tx(pipe):
+            raw = pipe.hmget(key, ["state", "dataset_id", "kind"])
+            if raw[0] is None:
+                pipe.unwatch()
+                return "missing", None
+            state, did, kind = (json.loads(v) if v is not None else None for v in raw)
+            if state not in TERMINAL:
+                pipe.unwatch()
+                return "unfinished", None
+            pipe.multi()
+            pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model")))
+            pipe.zrem(f"{PREFIX}jobs", jid)
+            pipe.srem(f"{PREFIX}dataset:{did}:users", f"job:{jid}")
+            return "deleted", did if kind == "predict" else None
+
+        outcome, rows = self.r.transaction(tx, key, value_from_callable=True)
+        if rows is not None:
+            self.delete_dataset(rows)
+        return outcome
 
     def request_cancel(self, jid):
         """Best-effort, idempotent cancellation. Returns the record or None."""
