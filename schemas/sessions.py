@@ -63,6 +63,9 @@ SESSION_STATES = ("INITIALIZING", "ACTIVE", "COMPLETED", "FAILED")
 SESSION_STRATEGIES = {"pairwise": ("urasc", "random"), "triplet": ("uncertainty", "random")}
 
 #: Measured parameter sets a session can name in ``preset`` (listed by ``GET /v1/methods``).
+#: Seconds a worker's lease on a question holds a slot (sessions created before it had none: this).
+DEFAULT_LEASE_SECONDS = 600
+
 SESSION_PRESETS = [{
     "name": "noisy_answers",
     "question_type": "pairwise",
@@ -107,6 +110,12 @@ class SessionCreateSchema(Schema):
                                          metadata={"description": "answers collected before a question closes"})
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
                               metadata={"description": "questions kept ready for parallel workers"})
+    lease_seconds = StrictInteger(
+        load_default=DEFAULT_LEASE_SECONDS, validate=validate.Range(min=1, max=86400),
+        metadata={"description": "how long a question handed to a worker (POST .../questions with worker_id) "
+                                 "holds one of its answers_per_question slots; a question goes to no more "
+                                 "workers at once than it still needs answers, so a crowd spreads over the pool "
+                                 "instead of answering the same questions late"})
     scale = one_of("zscore", ["none", "zscore"], "feature scaling before the graph (URASC spec: z-score)")
     params = fields.Dict(keys=fields.String(), load_default=dict,
                          metadata={"description": "strategy parameters: URASCParams (pairwise sessions) or "
@@ -138,6 +147,7 @@ class SessionSchema(Schema):
     budget_remaining = fields.Integer()
     question_type = fields.String()
     answers_per_question = fields.Integer()
+    lease_seconds = fields.Integer()
     aggregation = fields.String()
     params = fields.Dict()
     preset = fields.String(allow_none=True,

@@ -11,6 +11,7 @@ from marshmallow import ValidationError
 from clustering.exceptions import InvalidInputError
 from clustering.validation import check_n_clusters
 from schemas.sessions import (
+    DEFAULT_LEASE_SECONDS,
     SESSION_PRESETS,
     SESSION_STRATEGIES,
     AnswersRequestSchema,
@@ -63,6 +64,7 @@ def session_view(ss, rec):
     up_to_date = rec["observed_revision"] == rec["revision"]
     view = dict(rec)
     view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
+    view.setdefault("lease_seconds", DEFAULT_LEASE_SECONDS)
     view["conditions"] = [
         {"type": "ModelUpToDate", "status": str(up_to_date), "observed_revision": rec["observed_revision"],
          "reason": None if up_to_date else _pending_reason(rec)},
@@ -119,6 +121,7 @@ def create_session(body):
     ss = SessionStore(store)
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
+                    lease_seconds=body["lease_seconds"],
                     aggregation=body["aggregation"],
                     params=params, preset=preset, random_state=body["random_state"],
                     callback_url=body["callback_url"])
@@ -197,7 +200,9 @@ def lease_questions(body, session_id):
     rec = session_or_404(ss, session_id)
     item_ids = store.get_item_ids(rec["dataset_id"])
     remaining = max(rec["budget"] - rec["budget_used"], 0)
-    questions = ss.lease(session_id, body["count"], body["worker_id"]) if remaining else []
+    questions = ss.lease(session_id, body["count"], body["worker_id"],
+                         answers_per_question=rec["answers_per_question"],
+                         lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) if remaining else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
     out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
             "item_ids": _item_ids_of(q, item_ids), "answers": vocab}

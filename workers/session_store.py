@@ -8,7 +8,7 @@ Layout (prefix ``shoal:session:{id}``)::
     :questions        hash    question_id -> JSON {items, type, status, n_answers, created_revision}
     :pool             list    open question ids, best first
     :answers:{qid}    list    JSON answers {answer, worker_id, assignment_id, revision}
-    :leases:{qid}     set     worker ids the question was handed to
+    :lease:{qid}      zset    worker id -> lease time (Unix s); 0 once that worker answered
     :assignments      hash    assignment_id -> outcome (idempotent retries)
     :ready            list    question ids with enough answers, waiting for the model
     :update           string  "running" while a re-clustering task runs
@@ -40,16 +40,18 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 """
 
-# Atomically record one answer: returns the outcome string.
+# Atomically record one answer: returns the outcome string. The answering
+# worker's lease on the question stops counting as outstanding (score 0).
 _ANSWER_LUA = """
-local rec, qkey, akey, assign, ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local qid, assignment, payload, needed = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4])
+local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local qid, assignment, payload, needed, worker = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
 if assignment ~= '' and redis.call('HEXISTS', assign, assignment) == 1 then
   return 'duplicate'
 end
 local q = redis.call('HGET', qkey, qid)
 if not q then return 'rejected:unknown question_id' end
+if worker ~= '' then redis.call('ZADD', lease, 0, worker) end
 local question = cjson.decode(q)
 if question['status'] ~= 'open' then
   if assignment ~= '' then redis.call('HSET', assign, assignment, 'late') end
@@ -69,6 +71,36 @@ return outcome
 """
 
 
+# Atomically lease up to ARGV[1] open questions of the pool (KEYS[2], best
+# first) to worker ARGV[2]: a question it was never handed, and only while its
+# answers plus the other workers' outstanding leases (younger than ARGV[4]
+# seconds, not yet answered) are fewer than the answers it needs (ARGV[5]).
+# Lease keys are built from the prefix ARGV[6] (one Redis, not a cluster).
+_LEASE_LUA = """
+local qkey, pkey = KEYS[1], KEYS[2]
+local count, worker, now, lease_s = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
+local needed, prefix, ttl = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
+local out = {}
+for _, qid in ipairs(redis.call('LRANGE', pkey, 0, -1)) do
+  if #out >= count then break end
+  local raw = redis.call('HGET', qkey, qid)
+  if raw then
+    local q = cjson.decode(raw)
+    local lkey = prefix .. qid
+    if q['status'] == 'open' and not redis.call('ZSCORE', lkey, worker) then
+      local outstanding = redis.call('ZCOUNT', lkey, '(' .. tostring(now - lease_s), '+inf')
+      if q['n_answers'] + outstanding < needed then
+        redis.call('ZADD', lkey, now, worker)
+        redis.call('EXPIRE', lkey, ttl)
+        table.insert(out, raw)
+      end
+    end
+  end
+end
+return out
+"""
+
+
 class SessionStore:
     """Session records, question pools and answers in Redis.
 
@@ -84,13 +116,14 @@ class SessionStore:
         self.settings = store.settings
         self._answer_script = self.r.register_script(_ANSWER_LUA)
         self._update_script = self.r.register_script(_UPDATE_LUA)
+        self._lease_script = self.r.register_script(_LEASE_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
 
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
-               params, random_state, aggregation="one_coin", callback_url=None, preset=None):
+               params, random_state, aggregation="one_coin", callback_url=None, preset=None, lease_seconds=600):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
 
         Raises :class:`workers.store.DatasetGone` when the dataset no longer
@@ -101,7 +134,8 @@ class SessionStore:
         rec = {
             "id": sid, "dataset_id": dataset_id, "strategy": strategy, "n_clusters": n_clusters,
             "budget": int(budget), "question_type": question_type,
-            "answers_per_question": int(answers_per_question), "aggregation": aggregation,
+            "answers_per_question": int(answers_per_question), "lease_seconds": int(lease_seconds),
+            "aggregation": aggregation,
             "params": params, "preset": preset,
             "random_state": int(random_state), "revision": 0, "observed_revision": -1,
             "state": "INITIALIZING", "error": None,
@@ -288,26 +322,39 @@ class SessionStore:
         token = encode_token(0, page[-1]["question_id"]) if len(docs) > page_size else None
         return page, token
 
-    def lease(self, sid, count, worker_id):
-        """Up to ``count`` open questions this worker has not been given yet."""
+    def lease(self, sid, count, worker_id, *, answers_per_question=None, lease_seconds=None):
+        """Up to ``count`` open questions for a worker, best first, in one atomic step.
+
+        A named worker gets only questions it was never handed, and a question
+        only while it still has a free slot: its answers plus the leases other
+        workers hold on it (younger than ``lease_seconds`` and not answered yet)
+        are fewer than ``answers_per_question``. So a crowd spreads over the
+        pool instead of all answering its first questions, whose later answers
+        would arrive ``late`` (bench/speed_crowd.py: 61-89% of the answers of
+        12-48 workers before). A lease not answered within ``lease_seconds``
+        frees its slot. Without ``worker_id`` nothing is tracked: every caller
+        gets the pool's first open questions. ``answers_per_question`` and
+        ``lease_seconds`` are the session's (read from its record when None).
+
+        Returns
+        -------
+        list of dict
+            The question documents (``question_id``, ``type``, ``items``, ...).
+        """
         qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
-        out = []
-        for raw in self.r.lrange(pkey, 0, -1):
-            qid = raw.decode()
-            q = self.r.hget(qkey, qid)
-            if q is None:
-                continue
-            q = json.loads(q)
-            if q["status"] != "open":
-                continue
-            lkey = self._key(sid, f":leases:{qid}")
-            if worker_id is not None and not self.r.sadd(lkey, worker_id):
-                continue
-            self.r.expire(lkey, self.settings.job_ttl)
-            out.append(q)
-            if len(out) >= count:
-                break
-        return out
+        if worker_id is None:
+            ids = self.r.lrange(pkey, 0, -1)
+            docs = [json.loads(raw) for raw in (self.r.hmget(qkey, ids) if ids else []) if raw]
+            return [q for q in docs if q["status"] == "open"][:count]
+        if answers_per_question is None or lease_seconds is None:
+            rec = self.get(sid) or {}
+            answers_per_question = rec.get("answers_per_question", 1) if answers_per_question is None \
+                else answers_per_question
+            lease_seconds = rec.get("lease_seconds", 600) if lease_seconds is None else lease_seconds
+        raw = self._lease_script(keys=[qkey, pkey],
+                                 args=[count, worker_id, time.time(), lease_seconds, answers_per_question,
+                                       self._key(sid, ":lease:"), self.settings.job_ttl])
+        return [json.loads(q) for q in raw]
 
     def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision, answers_per_question=None):
         """Append one answer atomically.
@@ -325,15 +372,18 @@ class SessionStore:
         payload = json.dumps({"answer": answer, "worker_id": worker_id, "assignment_id": assignment_id,
                               "revision": revision, "at": time.time()})
         keys = [self._key(sid, ":questions"), self._key(sid, f":answers:{qid}"),
-                self._key(sid, ":assignments"), self._key(sid, ":ready")]
+                self._key(sid, ":assignments"), self._key(sid, ":ready"), self._key(sid, f":lease:{qid}")]
         if answers_per_question is None:  # the caller has not read the record
             rec = self.get(sid)
             if rec is None:
                 return "rejected:the session was deleted"
             answers_per_question = rec["answers_per_question"]
         out = self._answer_script(keys=[self._key(sid)] + keys,
-                                  args=[qid, assignment_id or "", payload, answers_per_question])
-        self.r.expire(self._key(sid, f":answers:{qid}"), self.settings.job_ttl)
+                                  args=[qid, assignment_id or "", payload, answers_per_question, worker_id or ""])
+        with self.r.pipeline(transaction=False) as pipe:
+            for suffix in (f":answers:{qid}", f":lease:{qid}"):
+                pipe.expire(self._key(sid, suffix), self.settings.job_ttl)
+            pipe.execute()
         return out.decode() if isinstance(out, bytes) else out
 
     def question(self, sid, qid):

@@ -17,6 +17,7 @@ PROBLEM = "application/problem+json"
     ({"question_type": "triplet", "n_clusters": 3, "preset": "noisy_answers"}, "/preset", "no presets"),
     ({"preset": "noisy_answers", "params": {"k_growth": "always"}}, "/params/k_growth", ""),
     ({"aggregation": "dawid_skene"}, "/aggregation", "one_coin"),
+    ({"lease_seconds": 0}, "/lease_seconds", ""),
 ])
 def test_invalid_triplet_and_strategy_combinations_are_422_naming_the_field(client, blobs_dataset, body, pointer,
                                                                              fragment):
@@ -35,6 +36,13 @@ def test_default_strategy_follows_the_question_type(client, blobs_dataset, quest
     assert r.json["strategy"] == strategy and r.json["question_type"] == question_type
     assert r.json["params"]["epsilon" if question_type == "triplet" else "k_growth"] is not None
     assert r.json["aggregation"] == "one_coin"
+
+
+def test_lease_seconds_is_recorded_and_shown(client, blobs_dataset):
+    default = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0]}).json
+    given = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "lease_seconds": 90}).json
+    assert (default["lease_seconds"], given["lease_seconds"]) == (600, 90)
+    assert client.get(f"/v1/sessions/{given['id']}").json["lease_seconds"] == 90
 
 
 def test_majority_vote_is_kept_when_asked_for(client, blobs_dataset):

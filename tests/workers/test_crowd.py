@@ -77,3 +77,47 @@ def _session_after_one_disputed_question(client, store, dataset_id, aggregation)
 def test_a_session_aggregates_as_it_was_asked(client, store, blobs_dataset):
     assert _session_after_one_disputed_question(client, store, blobs_dataset[0], "majority") == "dont_know"
     assert _session_after_one_disputed_question(client, store, blobs_dataset[0], "one_coin") == "must_link"
+
+
+def _open_session(client, store, dataset_id, **options):
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    r = client.post("/v1/sessions", json={"dataset_id": dataset_id, "n_clusters": 3, "budget": 50, **options})
+    assert r.status_code == 201, r.json
+    sid, ss = r.json["id"], SessionStore(store)
+    update_once(store, ss, sid)  # the first pass, as the worker runs it: builds the pool
+    return sid, ss
+
+
+def test_a_question_goes_to_no_more_workers_than_it_needs_answers(client, store, blobs_dataset):
+    sid, ss = _open_session(client, store, blobs_dataset[0], answers_per_question=2, pool_size=6)
+    ids = lambda qs: [q["question_id"] for q in qs]  # noqa: E731
+    a, b = ss.lease(sid, 4, "a"), ss.lease(sid, 4, "b")
+    assert len(a) == 4 and ids(b) == ids(a)  # two slots each: both workers get the best four
+    c = ss.lease(sid, 4, "c")
+    assert len(c) == 2 and not set(ids(c)) & set(ids(a))  # the full ones are skipped: c gets the other two
+    assert ids(ss.lease(sid, 4, "d")) == ids(c)  # the second slot of c's two
+    assert ss.lease(sid, 4, "e") == []  # every slot is held
+    assert ss.lease(sid, 4, "a") == []  # a is never handed a question twice
+    # An answer keeps its slot (the question now needs one answer less and one lease less).
+    assert ss.record_answer(sid, a[0]["question_id"], "must_link", "a", "a-0", 0) == "accepted"
+    assert ss.lease(sid, 4, "e") == []
+    # The anonymous path is untracked: the pool's first open questions, for anyone.
+    assert ids(ss.lease(sid, 3, None)) == ids(a)[:3]
+
+
+def test_an_unanswered_lease_frees_its_slot_when_it_expires(client, store, blobs_dataset):
+    import time
+
+    sid, ss = _open_session(client, store, blobs_dataset[0], answers_per_question=1, pool_size=3, lease_seconds=1)
+    rec = ss.get(sid)
+    assert rec["lease_seconds"] == 1
+    first = ss.lease(sid, 3, "slow")  # the session's own answers_per_question and lease_seconds
+    assert len(first) == 3 and ss.lease(sid, 3, "fast") == []
+    assert ss.record_answer(sid, first[0]["question_id"], "must_link", "slow", "s-0", 0, 1) == "accepted:ready"
+    time.sleep(1.2)
+    again = ss.lease(sid, 3, "fast")
+    # The answered question is ready, not open; the two unanswered leases have expired.
+    assert [q["question_id"] for q in again] == [q["question_id"] for q in first[1:]]
+    assert ss.lease(sid, 3, "slow") == []  # ... but never back to the worker who let them lapse
