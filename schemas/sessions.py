@@ -62,10 +62,11 @@ SESSION_STATES = ("INITIALIZING", "ACTIVE", "COMPLETED", "FAILED")
 #: question_type -> the strategies its sessions take (the first is the default).
 SESSION_STRATEGIES = {"pairwise": ("urasc", "random"), "triplet": ("uncertainty", "random")}
 
-#: Measured parameter sets a session can name in ``preset`` (listed by ``GET /v1/methods``).
-#: Seconds a worker's lease on a question holds a slot (sessions created before it had none: this).
+#: Seconds a worker's lease on a question holds a slot (also what sessions created before the
+#: option get; ``workers.session_store`` keeps the same default).
 DEFAULT_LEASE_SECONDS = 600
 
+#: Measured parameter sets a session can name in ``preset`` (listed by ``GET /v1/methods``).
 SESSION_PRESETS = [{
     "name": "noisy_answers",
     "question_type": "pairwise",

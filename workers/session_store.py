@@ -30,6 +30,8 @@ from .store import PREFIX, decode_token, dumps, encode_token, new_id, utcnow_iso
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
 _INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listing)
+#: Seconds a lease holds a slot when the record has no ``lease_seconds`` (the API's default too).
+DEFAULT_LEASE_SECONDS = 600
 #: Session states in which a worker may still read the session's dataset.
 OPEN_STATES = ("INITIALIZING", "ACTIVE")
 
@@ -123,7 +125,8 @@ class SessionStore:
 
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
-               params, random_state, aggregation="one_coin", callback_url=None, preset=None, lease_seconds=600):
+               params, random_state, aggregation="one_coin", callback_url=None, preset=None,
+               lease_seconds=DEFAULT_LEASE_SECONDS):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
 
         Raises :class:`workers.store.DatasetGone` when the dataset no longer
@@ -350,7 +353,8 @@ class SessionStore:
             rec = self.get(sid) or {}
             answers_per_question = rec.get("answers_per_question", 1) if answers_per_question is None \
                 else answers_per_question
-            lease_seconds = rec.get("lease_seconds", 600) if lease_seconds is None else lease_seconds
+            lease_seconds = rec.get("lease_seconds", DEFAULT_LEASE_SECONDS) if lease_seconds is None \
+                else lease_seconds
         raw = self._lease_script(keys=[qkey, pkey],
                                  args=[count, worker_id, time.time(), lease_seconds, answers_per_question,
                                        self._key(sid, ":lease:"), self.settings.job_ttl])

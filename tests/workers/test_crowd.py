@@ -121,3 +121,10 @@ def test_an_unanswered_lease_frees_its_slot_when_it_expires(client, store, blobs
     # The answered question is ready, not open; the two unanswered leases have expired.
     assert [q["question_id"] for q in again] == [q["question_id"] for q in first[1:]]
     assert ss.lease(sid, 3, "slow") == []  # ... but never back to the worker who let them lapse
+
+
+def test_the_api_and_the_store_share_the_default_lease():
+    from schemas.sessions import DEFAULT_LEASE_SECONDS as api_default
+    from workers.session_store import DEFAULT_LEASE_SECONDS as store_default
+
+    assert api_default == store_default
