@@ -93,11 +93,18 @@ def _load_X(store, rec):
     return X, labels_true
 
 
-def _estimator(rec, X, state):
-    """The session's estimator: URASC (pairwise) or ActiveDCRC (triplet), new or from its saved state."""
-    cls = ActiveDCRC if rec["question_type"] == "triplet" else URASC
+def _estimator(rec, X, state, answers_follow=False):
+    """The session's estimator: URASC (pairwise) or ActiveDCRC (triplet), new or from its saved state.
+
+    ``answers_follow``: answers are told next and the estimator re-clusters
+    after them, so URASC need not redo its spectral step on restoring
+    (``URASC.from_state(..., defer_recluster=True)``; ActiveDCRC always defers).
+    """
     if state is not None:
-        return cls.from_state(X, state)
+        if rec["question_type"] == "triplet":
+            return ActiveDCRC.from_state(X, state)
+        return URASC.from_state(X, state, defer_recluster=answers_follow)
+    cls = ActiveDCRC if rec["question_type"] == "triplet" else URASC
     params = {k: v for k, v in rec["params"].items() if k not in ("scale", "pool_size")}
     return cls(n_clusters=rec["n_clusters"], budget=rec["budget"], strategy=rec["strategy"],
                random_state=rec["random_state"], **params).fit(X)
@@ -146,8 +153,8 @@ def update_once(store, ss, sid):
     revision = rec["revision"]
     X, labels_true = _load_X(store, rec)
     state = ss.load_state(sid)
-    est = _estimator(rec, X, state)
     ready = ss.pop_ready(sid)
+    est = _estimator(rec, X, state, answers_follow=bool(ready))
     deltas = Counter()
     answers = ss.all_answers(sid)
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
