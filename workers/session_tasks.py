@@ -6,7 +6,7 @@ bursts of answers into one running and one pending pass).
 
 import logging
 import time
-from collections import Counter
+from collections import Counter, OrderedDict
 
 import numpy as np
 
@@ -93,21 +93,43 @@ def _load_X(store, rec):
     return X, labels_true
 
 
+#: URASC base graphs of recent sessions in this worker process, newest last:
+#: session id -> ``URASC.base_graph_`` (URASC checks that it fits the data).
+_BASE_GRAPHS = OrderedDict()
+_BASE_GRAPHS_KEPT = 4
+
+
 def _estimator(rec, X, state, answers_follow=False):
     """The session's estimator: URASC (pairwise) or ActiveDCRC (triplet), new or from its saved state.
 
     ``answers_follow``: answers are told next and the estimator re-clusters
     after them, so URASC need not redo its spectral step on restoring
     (``URASC.from_state(..., defer_recluster=True)``; ActiveDCRC always defers).
+    URASC's base graph is kept in this process for the session's next pass
+    (``base_graph=``): rebuilding it took 2.4 s of a 4.6 s pass on letter.
     """
+    triplet = rec["question_type"] == "triplet"
+    if state is not None and triplet:
+        return ActiveDCRC.from_state(X, state)
     if state is not None:
-        if rec["question_type"] == "triplet":
-            return ActiveDCRC.from_state(X, state)
-        return URASC.from_state(X, state, defer_recluster=answers_follow)
-    cls = ActiveDCRC if rec["question_type"] == "triplet" else URASC
-    params = {k: v for k, v in rec["params"].items() if k not in ("scale", "pool_size")}
-    return cls(n_clusters=rec["n_clusters"], budget=rec["budget"], strategy=rec["strategy"],
-               random_state=rec["random_state"], **params).fit(X)
+        est = URASC.from_state(X, state, defer_recluster=answers_follow, base_graph=_BASE_GRAPHS.get(rec["id"]))
+    else:
+        params = {k: v for k, v in rec["params"].items() if k not in ("scale", "pool_size")}
+        est = (ActiveDCRC if triplet else URASC)(n_clusters=rec["n_clusters"], budget=rec["budget"],
+                                                  strategy=rec["strategy"], random_state=rec["random_state"],
+                                                  **params).fit(X)
+    if not triplet:
+        _keep_base_graph(rec["id"], est)
+    return est
+
+
+def _keep_base_graph(sid, est):
+    if est.base_graph_ is None:
+        return
+    _BASE_GRAPHS[sid] = est.base_graph_
+    _BASE_GRAPHS.move_to_end(sid)
+    while len(_BASE_GRAPHS) > _BASE_GRAPHS_KEPT:
+        _BASE_GRAPHS.popitem(last=False)
 
 
 def _told(q, answer):

@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.linalg import eigh
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
@@ -670,6 +671,31 @@ def test_a_deferred_restore_tells_and_reclusters_as_a_full_one(k_growth):
         state["counters"]["reclusters"] = lazy_state["counters"]["reclusters"] = 0
         passes += 1
     assert passes >= 8 and len(state["answers"]) == 40
+
+
+def test_a_restore_on_a_kept_base_graph_equals_a_rebuilt_one_and_a_foreign_graph_is_ignored():
+    X, y = _blobs(60, 3, seed=6)
+    oracle = _oracle(y, noise=0.1, seed=5)
+    est = URASC(budget=30, random_state=2, n_init=2).fit(X)
+    for _ in range(3):
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in est.suggest_queries(4)])
+    state = json.loads(json.dumps(est.update().get_state()))
+    graph = est.base_graph_
+    W0 = graph["W0"]
+    assert not graph["nbr"].flags.writeable and not (W0.data if sp.issparse(W0) else W0).flags.writeable
+    kept = URASC.from_state(X, state, base_graph=graph)
+    rebuilt = URASC.from_state(X, state)
+    assert kept.base_graph_ is graph and rebuilt.base_graph_ is not graph
+    assert kept._W0 is W0 and abs(sp.csr_matrix(rebuilt._W0) - sp.csr_matrix(W0)).max() == 0
+    for s in (kept, rebuilt):
+        _answer_until_done(s, y, 2)
+    np.testing.assert_array_equal(kept.answers_, rebuilt.answers_)
+    np.testing.assert_array_equal(kept.labels_, rebuilt.labels_)
+    # another X, or other graph parameters: the graph is not used
+    other = URASC.from_state(X + 1e-3, state, base_graph=graph)
+    assert other.base_graph_ is not graph and other.base_graph_["fingerprint"] != graph["fingerprint"]
+    state["params"]["n_neighbors"] = 7
+    assert URASC.from_state(X, state, base_graph=graph).base_graph_ is not graph
 
 
 def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeypatch):

@@ -33,3 +33,34 @@ def test_contradicted_answers_lists_the_aggregated_answers_the_labels_go_against
 def test_no_closed_questions_no_contradictions():
     assert contradicted_answers(np.array([0, 1, 1]), []) == []
     assert contradicted_answers(np.array([0, 1, 1]), [_closed(0, 1, "dont_know")]) == []
+
+
+def test_a_sessions_passes_in_one_worker_process_share_its_base_graph(client, store, blobs_dataset):
+    """The pass after the first restores URASC on the graph the first one built (same object),
+    and the saved state's labels equal a pass that rebuilds everything."""
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 20,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    session_tasks.update_once(store, ss, sid)
+    graph = session_tasks._BASE_GRAPHS[sid]
+    y = blobs_dataset[2]
+    for q in ss.lease(sid, 5, "w"):
+        a, b = q["items"]
+        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                         q["question_id"], 0)
+    saved = ss.load_state(sid)
+    ready = ss.r.lrange(ss._key(sid, ":ready"), 0, -1)
+    assert len(ready) == 5
+    session_tasks.update_once(store, ss, sid)
+    assert session_tasks._BASE_GRAPHS[sid] is graph
+    kept = ss.load_state(sid)
+    # the same pass with nothing kept: rebuilt graph, full restore
+    session_tasks._BASE_GRAPHS.pop(sid)
+    ss.save_state(sid, saved)
+    ss.r.rpush(ss._key(sid, ":ready"), *ready)  # the same answers, told in the same order
+    session_tasks.update_once(store, ss, sid)
+    assert session_tasks._BASE_GRAPHS[sid] is not graph
+    assert ss.load_state(sid)["labels"] == kept["labels"] and ss.load_state(sid)["answers"] == kept["answers"]
