@@ -18,7 +18,7 @@ answer each from the ground truth (wrong with probability ``--noise``), post the
 Everything runs on this machine: the crowd's threads share the cores with the service, so the
 numbers are a floor for a deployment with its own machines.
 
-    python -m bench.speed_crowd --pool-sizes 10,50 --crowds 3,12,48 --out bench/results/speed_crowd.json
+    python -m bench.speed_crowd --pool-sizes 10,50 --crowds 3,12,48 --seeds 0,1,2 --out bench/results/speed_crowd.json
 """
 
 import argparse
@@ -128,7 +128,7 @@ def main(argv=None):
     ap.add_argument("--count", type=int, default=5, help="questions a worker leases at a time")
     ap.add_argument("--noise", type=float, default=0.1, help="probability that one answer is wrong")
     ap.add_argument("--web-workers", type=int, default=2, help="gunicorn processes")
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", default="0", help="comma-separated session seeds (one session each)")
     ap.add_argument("--out", default=None)
     args = ap.parse_args(argv)
     X, y = load(args.dataset, zscore=False)
@@ -142,18 +142,29 @@ def main(argv=None):
                                                        "labels": [int(v) for v in y]}, timeout=60)
         r.raise_for_status()
         did = r.json()["id"]
-        for pool, n in ((int(p), int(c)) for p in args.pool_sizes.split(",") for c in args.crowds.split(",")):
+        for pool, n, seed in ((int(p), int(c), int(e)) for p in args.pool_sizes.split(",")
+                              for c in args.crowds.split(",") for e in args.seeds.split(",")):
             row = run_crowd(base, did, y, n, pool_size=pool, budget=args.budget, count=args.count, noise=args.noise,
-                            seed=args.seed)
+                            seed=seed)
+            row["seed"] = seed
             rows.append(row)
-            print(f"pool {pool:3d}, crowd {n:3d}: {row['answers_per_s']:6.1f} answers/s, lease median {row['lease']['median_ms']:.0f} "
+            print(f"pool {pool:3d}, crowd {n:3d}, seed {seed}: {row['answers_per_s']:6.1f} answers/s, lease median {row['lease']['median_ms']:.0f} "
                   f"ms p95 {row['lease']['p95_ms']:.0f} ms, answers median {row['post_answers']['median_ms']:.0f} ms "
                   f"p95 {row['post_answers']['p95_ms']:.0f} ms, late {row['late_fraction']:.3f}, "
                   f"{row['passes']:.0f} passes of {row['pass_seconds_mean'] or 0:.2f} s, ARI {row['ari']:.3f}", flush=True)
+    summary = {}
+    for row in rows:
+        summary.setdefault(f"{row['pool_size']}|{row['crowd']}", []).append(row)
+    print("pool crowd  answers/s  late   ARI (mean over seeds)")
+    for key, group in summary.items():
+        pool, crowd = key.split("|")
+        summary[key] = {k: float(np.mean([r[k] for r in group])) for k in ("answers_per_s", "late_fraction", "ari")}
+        print(f"{pool:>4s} {crowd:>5s} {summary[key]['answers_per_s']:10.1f} {summary[key]['late_fraction']:5.3f} "
+              f"{summary[key]['ari']:6.3f}")
     result = {"dataset": args.dataset, "n_samples": int(len(y)), "budget": args.budget, "count": args.count,
               "noise": args.noise, "answers_per_question": 3, "web_workers": args.web_workers,
               "celery_workers": 1, "machine": f"{os.cpu_count()} cores, {platform.platform()}",
-              "load_average_at_end": os.getloadavg()[0], "rows": rows}
+              "load_average_at_end": os.getloadavg()[0], "summary": summary, "rows": rows}
     if args.out:
         with open(args.out, "w") as fh:
             json.dump(result, fh, indent=1)

@@ -16,7 +16,7 @@ from clustering._urasc import URASC
 
 from .celery_app import app
 from .crowd import aggregate, fit_dawid_skene, worker_reliability
-from .session_store import SessionStore
+from .session_store import DEFAULT_LEASE_SECONDS, SessionStore
 from .store import problem, utcnow_iso
 from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
 
@@ -204,7 +204,7 @@ def update_once(store, ss, sid):
     pool_size = int(rec["params"].get("pool_size", 20))
     queries = est.suggest_queries(pool_size)
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
-    ss.replace_pool(sid, pool, revision)
+    ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS))
     ss.save_state(sid, est.get_state())
     labels = np.asarray(est.labels_, dtype=np.int64)
     ss.save_model(sid, _model(sid, revision, est, labels, labels_true, ss.closed_questions(sid),

@@ -128,3 +128,19 @@ def test_the_api_and_the_store_share_the_default_lease():
     from workers.session_store import DEFAULT_LEASE_SECONDS as store_default
 
     assert api_default == store_default
+
+
+def test_a_refill_does_not_withdraw_a_question_a_worker_is_answering(client, store, blobs_dataset):
+    sid, ss = _open_session(client, store, blobs_dataset[0], pool_size=4)
+    held, idle = ss.lease(sid, 1, "w")[0], ss.lease(sid, 4, None)[1]
+    assert held["question_id"] != idle["question_id"]
+    fresh = {"question_id": "q_fresh", "type": "pairwise", "items": [0, 1]}
+    ss.replace_pool(sid, [fresh], revision=1)
+    assert ss.question(sid, idle["question_id"])["status"] == "withdrawn"  # nobody held it
+    assert ss.question(sid, held["question_id"])["status"] == "open"  # w holds it: its answer still counts
+    assert ss.record_answer(sid, held["question_id"], "must_link", "w", "w-1", 1, 1) == "accepted:ready"
+    assert ss.record_answer(sid, idle["question_id"], "must_link", "v", "v-1", 1, 1) == "late"
+    # a lease older than lease_seconds no longer keeps a question
+    other = ss.lease(sid, 1, "x")[0]
+    ss.replace_pool(sid, [], revision=2, lease_seconds=0)
+    assert ss.question(sid, other["question_id"])["status"] == "withdrawn"
