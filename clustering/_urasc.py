@@ -760,7 +760,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
             step waits for the next :meth:`update` or :meth:`suggest_queries`,
             which then re-cluster with every answer. Use it when answers are
             told next: the outcome is the same, and one eigendecomposition per
-            session pass is saved (segment, 2310 rows: two of a pass's 0.27 s).
+            session pass is saved (segment, 2310 rows: about 0.1 s of 0.3 s).
             States saved before ``labels`` was part of them are re-clustered.
         base_graph : dict or None
             The ``base_graph_`` of an earlier estimator on the same ``X`` with
