@@ -107,11 +107,20 @@ def run_crowd(base, did, y, n_workers, *, pool_size, budget, count, noise, seed)
             break
         time.sleep(0.05)
     model = requests.get(f"{base}/v1/sessions/{sid}/model", timeout=30).json()
+    stranded, token = 0, None  # answers to questions that never closed (left out of later pools)
+    while True:
+        page = requests.get(f"{base}/v1/sessions/{sid}/questions", params={
+            "status": "open", "page_size": 100, **({"page_token": token} if token else {})}, timeout=30).json()
+        stranded += sum(q["n_answers"] for q in page["questions"])
+        token = page["next_page_token"]
+        if not token:
+            break
     passes = _metric(base, "shoal_session_passes_total") - passes0
     pass_s = _metric(base, "shoal_session_pass_seconds_sum") - pass_s0
     total = sum(outcomes.values())
     return {"crowd": n_workers, "pool_size": pool_size, "session_state": s["state"], "budget_used": s["budget_used"],
             "answers": outcomes, "late_fraction": outcomes.get("late", 0) / total if total else None,
+            "stranded_answers": stranded,
             "answers_per_s": outcomes.get("accepted", 0) / (answered - started),
             "seconds_answering": answered - started,
             "passes": passes, "pass_seconds_mean": pass_s / passes if passes else None,
@@ -151,7 +160,8 @@ def main(argv=None):
             print(f"pool {pool:3d}, crowd {n:3d}, seed {seed}: {row['answers_per_s']:6.1f} answers/s, lease median {row['lease']['median_ms']:.0f} "
                   f"ms p95 {row['lease']['p95_ms']:.0f} ms, answers median {row['post_answers']['median_ms']:.0f} ms "
                   f"p95 {row['post_answers']['p95_ms']:.0f} ms, late {row['late_fraction']:.3f}, "
-                  f"{row['passes']:.0f} passes of {row['pass_seconds_mean'] or 0:.2f} s, ARI {row['ari']:.3f}", flush=True)
+                  f"{row['passes']:.0f} passes of {row['pass_seconds_mean'] or 0:.2f} s, {row['stranded_answers']} answers on "
+                  f"questions left open, ARI {row['ari']:.3f}", flush=True)
     summary = {}
     for row in rows:
         summary.setdefault(f"{row['pool_size']}|{row['crowd']}", []).append(row)
