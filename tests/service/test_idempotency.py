@@ -1,5 +1,6 @@
 """Idempotency-Key on creating POSTs: a retried request gets the first response, not a second resource."""
 
+import hashlib
 import json
 
 import pytest
@@ -57,8 +58,6 @@ def test_a_request_still_running_answers_409(client, store, blobs_dataset):
     did = blobs_dataset[0]
     body = _job_body(did)
     raw = json.dumps(body).encode()
-    import hashlib
-
     # The first request has claimed the key and not answered yet (another process).
     assert store.claim_request("POST /v1/jobs", "slow-" + did, hashlib.sha256(raw).hexdigest()) is None
     r = _post(client, "/v1/jobs", body, "slow-" + did)

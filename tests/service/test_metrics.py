@@ -10,8 +10,6 @@ def _scrape(client):
     return metric_values(r.get_data(as_text=True))
 
 
-_get = metric
-
 
 def test_jobs_are_counted_from_submission_to_their_end(client, store, blobs_dataset):
     did = blobs_dataset[0]
@@ -19,11 +17,11 @@ def test_jobs_are_counted_from_submission_to_their_end(client, store, blobs_data
     ids = [client.post("/v1/jobs", json={"dataset_id": did, "method": "e2cp", "n_clusters": 3}).json["id"]
            for _ in range(3)]
     mid = _scrape(client)
-    assert _get(mid, "shoal_jobs_submitted_total", method="e2cp") - _get(before, "shoal_jobs_submitted_total",
+    assert metric(mid, "shoal_jobs_submitted_total", method="e2cp") - metric(before, "shoal_jobs_submitted_total",
                                                                          method="e2cp") == 3
-    assert _get(mid, "shoal_jobs_unfinished", method="e2cp") - _get(before, "shoal_jobs_unfinished",
+    assert metric(mid, "shoal_jobs_unfinished", method="e2cp") - metric(before, "shoal_jobs_unfinished",
                                                                     method="e2cp") == 3
-    assert _get(mid, "shoal_redis_up") == 1
+    assert metric(mid, "shoal_redis_up") == 1
 
     assert client.post(f"/v1/jobs/{ids[0]}/cancel").json["state"] == "CANCELLED"
     assert store.start_job(ids[1])["state"] == "RUNNING"
@@ -32,7 +30,7 @@ def test_jobs_are_counted_from_submission_to_their_end(client, store, blobs_data
     after = _scrape(client)
 
     def delta(name, **labels):
-        return _get(after, name, **labels) - _get(before, name, **labels)
+        return metric(after, name, **labels) - metric(before, name, **labels)
 
     assert delta("shoal_jobs_finished_total", method="e2cp", state="CANCELLED") == 1
     assert delta("shoal_jobs_finished_total", method="e2cp", state="SUCCEEDED") == 1
@@ -41,7 +39,7 @@ def test_jobs_are_counted_from_submission_to_their_end(client, store, blobs_data
     assert delta("shoal_job_run_seconds_count", method="e2cp") == 1  # the cancelled job never ran
     assert 0 <= delta("shoal_job_run_seconds_sum", method="e2cp") < 60
     # Nothing consumes the test store's queue: the last job's message is still waiting.
-    assert _get(after, "shoal_queue_messages", queue=store.settings.queues["long"]) >= 1
+    assert metric(after, "shoal_queue_messages", queue=store.settings.queues["long"]) >= 1
 
 
 def test_sessions_and_answers_are_counted_by_outcome(client, blobs_dataset):
@@ -62,7 +60,7 @@ def test_sessions_and_answers_are_counted_by_outcome(client, blobs_dataset):
     after = _scrape(client)
 
     def delta(name, **labels):
-        return _get(after, name, **labels) - _get(before, name, **labels)
+        return metric(after, name, **labels) - metric(before, name, **labels)
 
     assert delta("shoal_sessions_created_total", question_type="pairwise") == 1
     assert [delta("shoal_session_answers_total", outcome=o) for o in ("accepted", "duplicate", "rejected", "late")] \
