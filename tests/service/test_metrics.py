@@ -17,10 +17,8 @@ def test_jobs_are_counted_from_submission_to_their_end(client, store, blobs_data
     ids = [client.post("/v1/jobs", json={"dataset_id": did, "method": "e2cp", "n_clusters": 3}).json["id"]
            for _ in range(3)]
     mid = _scrape(client)
-    assert metric(mid, "shoal_jobs_submitted_total", method="e2cp") - metric(before, "shoal_jobs_submitted_total",
-                                                                         method="e2cp") == 3
-    assert metric(mid, "shoal_jobs_unfinished", method="e2cp") - metric(before, "shoal_jobs_unfinished",
-                                                                    method="e2cp") == 3
+    for name in ("shoal_jobs_submitted_total", "shoal_jobs_unfinished"):
+        assert metric(mid, name, method="e2cp") - metric(before, name, method="e2cp") == 3
     assert metric(mid, "shoal_redis_up") == 1
 
     assert client.post(f"/v1/jobs/{ids[0]}/cancel").json["state"] == "CANCELLED"
