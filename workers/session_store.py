@@ -47,19 +47,24 @@ return 1
 _ANSWER_LUA = """
 local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local qid, assignment, payload, needed, worker = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
+local ttl = tonumber(ARGV[6])
 if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
 if assignment ~= '' and redis.call('HEXISTS', assign, assignment) == 1 then
   return 'duplicate'
 end
 local q = redis.call('HGET', qkey, qid)
 if not q then return 'rejected:unknown question_id' end
-if worker ~= '' then redis.call('ZADD', lease, 0, worker) end
+if worker ~= '' then
+  redis.call('ZADD', lease, 0, worker)
+  redis.call('EXPIRE', lease, ttl)
+end
 local question = cjson.decode(q)
 if question['status'] ~= 'open' then
   if assignment ~= '' then redis.call('HSET', assign, assignment, 'late') end
   return 'late'
 end
 redis.call('RPUSH', akey, payload)
+redis.call('EXPIRE', akey, ttl)
 question['n_answers'] = question['n_answers'] + 1
 local outcome = 'accepted'
 if question['n_answers'] >= needed then
@@ -364,10 +369,8 @@ class SessionStore:
             return [q for q in docs if q["status"] == "open"][:count]
         if answers_per_question is None or lease_seconds is None:
             rec = self.get(sid) or {}
-            answers_per_question = rec.get("answers_per_question", 1) if answers_per_question is None \
-                else answers_per_question
-            lease_seconds = rec.get("lease_seconds", DEFAULT_LEASE_SECONDS) if lease_seconds is None \
-                else lease_seconds
+            answers_per_question = answers_per_question or rec.get("answers_per_question", 1)
+            lease_seconds = lease_seconds or rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)
         raw = self._lease_script(keys=[qkey, pkey],
                                  args=[count, worker_id, time.time(), lease_seconds, answers_per_question,
                                        self._key(sid, ":lease:"), self.settings.job_ttl])
@@ -396,11 +399,8 @@ class SessionStore:
                 return "rejected:the session was deleted"
             answers_per_question = rec["answers_per_question"]
         out = self._answer_script(keys=[self._key(sid)] + keys,
-                                  args=[qid, assignment_id or "", payload, answers_per_question, worker_id or ""])
-        with self.r.pipeline(transaction=False) as pipe:
-            for suffix in (f":answers:{qid}", f":lease:{qid}"):
-                pipe.expire(self._key(sid, suffix), self.settings.job_ttl)
-            pipe.execute()
+                                  args=[qid, assignment_id or "", payload, answers_per_question, worker_id or "",
+                                        self.settings.job_ttl])
         return out.decode() if isinstance(out, bytes) else out
 
     def question(self, sid, qid):

@@ -27,7 +27,18 @@ def job_submitted(pipe, method):
 
 
 def job_finished(pipe, record, state, now):
-    """Count a job reaching terminal ``state``; its run time when it had started."""
+    """Count a job reaching terminal ``state``, and its run time when it had started.
+
+    Parameters
+    ----------
+    pipe : redis pipeline
+        The transaction of the terminal transition.
+    record : dict
+        The job before the transition: ``method`` and, once started, ``started_ts`` (Unix s).
+    state : {"SUCCEEDED", "FAILED", "CANCELLED"}
+    now : float
+        Unix seconds of the transition; run time = ``now - started_ts``.
+    """
     method = record["method"]
     pipe.hincrby(JOBS, f"finished:{method}:{state}", 1)
     if record.get("started_ts"):
@@ -47,7 +58,7 @@ def answers_recorded(pipe, counts):
 
 
 def session_pass(pipe, state, seconds):
-    """Count one re-clustering pass that left the session in ``state``."""
+    """Count one re-clustering pass that left the session in ``state`` and took ``seconds`` (wall time, s)."""
     pipe.hincrby(SESSIONS, f"passes:{state}", 1)
     pipe.hincrbyfloat(SESSIONS, "pass_seconds_sum", float(seconds))
     pipe.hincrby(SESSIONS, "pass_seconds_count", 1)

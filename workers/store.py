@@ -13,7 +13,7 @@ Layout (all keys prefixed ``shoal:``)::
     job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
     job:{id}:cancel       flag   cooperative cancellation request
     jobs                  zset   job ids by creation time (listing, pagination)
-    worker:{hostname}     flag   worker heartbeat (expires)
+    workers               zset   worker name -> heartbeat expiry (Unix s)
 
 State changes go through :meth:`Store._transition`, an optimistic
 transaction that only moves a job out of the states it may leave, so a
@@ -113,12 +113,20 @@ class Store:
             return False
 
     def worker_heartbeat(self, hostname, ttl=15):
-        self.r.set(f"{PREFIX}worker:{hostname}", utcnow_iso(), ex=ttl)
+        """Record that worker ``hostname`` is alive for the next ``ttl`` seconds."""
+        now = time.time()
+        pipe = self.r.pipeline()
+        pipe.zadd(f"{PREFIX}workers", {hostname: now + ttl})
+        pipe.zremrangebyscore(f"{PREFIX}workers", "-inf", now)  # heartbeats that ran out
+        pipe.execute()
 
     def live_workers(self):
-        """Host names of workers whose heartbeat has not expired."""
-        keys = list(self.r.scan_iter(match=f"{PREFIX}worker:*", count=100))
-        return sorted(k.decode()[len(PREFIX) + 7:] for k in keys)
+        """Names of workers whose heartbeat has not expired, sorted.
+
+        One sorted-set read: ``/readyz`` and every ``/metrics`` scrape call it,
+        and it used to SCAN the whole key space for heartbeat keys.
+        """
+        return sorted(m.decode() for m in self.r.zrangebyscore(f"{PREFIX}workers", f"({time.time()}", "+inf"))
 
     # -------------------------------------------------------- idempotency keys
     def claim_request(self, scope, key, fingerprint, *, pending_ttl=60):
