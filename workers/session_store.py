@@ -434,10 +434,27 @@ class SessionStore:
             ids, _ = pipe.execute()
         return [i.decode() for i in ids]
 
-    def close_question(self, sid, qid, aggregated, votes):
-        q = self.question(sid, qid)
-        q.update(status="closed", aggregated=aggregated, votes=votes)
-        self.r.hset(self._key(sid, ":questions"), qid, json.dumps(q))
+    def close_questions(self, sid, closing):
+        """Close questions with their aggregated answers, in one read and one write.
+
+        Parameters
+        ----------
+        sid : str
+        closing : list of (str, str, list of str)
+            ``(question_id, aggregated answer, votes)``.
+
+        Returns
+        -------
+        list of dict
+            The closed question documents, in the order of ``closing``.
+        """
+        qkey = self._key(sid, ":questions")
+        docs = [json.loads(raw) for raw in self.r.hmget(qkey, [qid for qid, _, _ in closing])] if closing else []
+        for q, (_, aggregated, votes) in zip(docs, closing):
+            q.update(status="closed", aggregated=aggregated, votes=votes)
+        if docs:
+            self.r.hset(qkey, mapping={q["question_id"]: json.dumps(q) for q in docs})
+        return docs
 
     def add_report(self, sid, kind, item):
         """Append to ``disagreements`` or ``conflicts`` (kept for the session view)."""

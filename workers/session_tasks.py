@@ -183,11 +183,9 @@ def update_once(store, ss, sid):
     if ready:
         agg = aggregate(answers, ready, dawid_skene if rec.get("aggregation", "one_coin") == "one_coin" else None)
         told = []
-        for qid in ready:
-            q = ss.question(sid, qid)
-            answer, votes = agg[qid]
+        for q in ss.close_questions(sid, [(qid, *agg[qid]) for qid in ready]):
+            qid, answer, votes = q["question_id"], q["aggregated"], q["votes"]
             told.append(_told(q, answer))
-            ss.close_question(sid, qid, answer, votes)
             if len(set(votes)) > 1:
                 deltas["disagreements"] += 1
                 ss.add_report(sid, "disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
