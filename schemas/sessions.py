@@ -304,10 +304,17 @@ class ModelSchema(Schema):
     n_clusters = fields.Integer()
     n_certain_sets = fields.Integer(metadata={"description": "pairwise (URASC) sessions"})
     n_questions_used = fields.Integer()
-    must_link = fields.List(fields.List(fields.Integer()),
-                            metadata={"description": "pairwise sessions: must-links derived from the answers"})
-    cannot_link = fields.List(fields.List(fields.Integer()),
-                              metadata={"description": "pairwise sessions: cannot-links derived from the answers"})
+    certain_sets = fields.List(fields.List(fields.Integer()), metadata={
+        "description": "pairwise (URASC) sessions: the certain-sample sets, each a list of row indices in the "
+                       "order they joined (the founder first); every pair inside a set is a must-link"})
+    must_link = fields.List(fields.List(fields.Integer()), metadata={
+        "description": "pairwise sessions: the answered pairs [i, j] the model was told as must_link "
+                       "(aggregated answers, in the order told); the must-links the certain sets imply are "
+                       "not repeated here"})
+    cannot_link = fields.List(fields.List(fields.Integer()), metadata={
+        "description": "pairwise sessions: the answered pairs [i, j] the model was told as cannot_link "
+                       "(aggregated answers, in the order told); under the paper's set rule (k_growth=sets) "
+                       "every pair across two certain sets is a cannot-link as well"})
     triplets = fields.List(fields.List(fields.Raw()),
                            metadata={"description": "triplet sessions: [a, b, c, answer] per answered question, "
                                                     "answer yes | no | dont_know (aggregated)"})

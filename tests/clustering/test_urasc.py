@@ -235,6 +235,15 @@ def test_loop_invariants(noise):
     ml = {tuple(p) for p in est.must_link_.tolist()}
     cl = {tuple(p) for p in est.cannot_link_.tolist()}
     assert not ml & cl
+    # U16 under the paper's rule: every pair inside a set is a must-link, every pair across two sets a
+    # cannot-link; each list is i < j, sorted and without repeats
+    for derived in (est.must_link_, est.cannot_link_):
+        assert derived.dtype == np.int64 and np.all(derived[:, 0] < derived[:, 1])
+        assert [tuple(p) for p in derived.tolist()] == sorted({tuple(p) for p in derived.tolist()})
+    for a, sa in enumerate(est.certain_sets_):
+        assert {(min(u, v), max(u, v)) for u in sa for v in sa if u != v} <= ml
+        for sb in est.certain_sets_[a + 1:]:
+            assert {(min(u, v), max(u, v)) for u in sa for v in sb} <= cl
     if noise == 0.0:
         for s in est.certain_sets_:
             assert len(set(y[s])) == 1, "perfect oracle: certain sets are pure"

@@ -64,3 +64,32 @@ def test_a_sessions_passes_in_one_worker_process_share_its_base_graph(client, st
     session_tasks.update_once(store, ss, sid)
     assert session_tasks._BASE_GRAPHS[sid] is not graph
     assert ss.load_state(sid)["labels"] == kept["labels"] and ss.load_state(sid)["answers"] == kept["answers"]
+
+
+def test_the_model_lists_the_answered_pairs_and_the_certain_sets(client, store, blobs_dataset):
+    """GET .../model carries the pairs the estimator was told and the certain sets, not the O(n^2)
+    pairs the sets imply (which made long sessions' passes slow: bench/speed_session_pass.py)."""
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 10}).json["id"]
+    ss = SessionStore(store)
+    y = blobs_dataset[2]
+    told = {}
+    for round_ in range(3):
+        session_tasks.update_once(store, ss, sid)
+        for q in ss.lease(sid, 10, "w"):
+            a, b = q["items"]
+            told[(a, b)] = "must_link" if y[a] == y[b] else "cannot_link"
+            ss.record_answer(sid, q["question_id"], told[(a, b)], "w", q["question_id"], round_)
+    session_tasks.update_once(store, ss, sid)
+    model = client.get(f"/v1/sessions/{sid}/model").json
+    state = ss.load_state(sid)
+    accepted = {(i, j): "must_link" if a == 1 else "cannot_link" for i, j, a in state["answers"]}
+    assert accepted and set(accepted) <= set(told)
+    assert {tuple(p) for p in model["must_link"]} == {p for p, a in accepted.items() if a == "must_link"}
+    assert {tuple(p) for p in model["cannot_link"]} == {p for p, a in accepted.items() if a == "cannot_link"}
+    assert model["certain_sets"] == state["certain_sets"] and len(model["certain_sets"]) == model["n_certain_sets"]
+    members = [v for s in model["certain_sets"] for v in s]
+    assert len(members) == len(set(members)) and all(len(set(y[s])) == 1 for s in model["certain_sets"])
