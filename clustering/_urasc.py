@@ -1012,6 +1012,15 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
                 W[pairs[:, 0], pairs[:, 1]] = vals
                 W[pairs[:, 1], pairs[:, 0]] = vals
             return W
+        zero = vals == 0.0
+        if zero.any():
+            # A cannot-link between samples that share no edge changes nothing; under the
+            # paper's rule those are nearly all of the O(n^2) pairs across certain sets
+            # (segment after 1400 answers: 527 000 of them, 8 of 10 of this method's time).
+            edge = np.asarray(self._W0[pairs[zero, 0], pairs[zero, 1]]).ravel() != 0
+            keep = ~zero
+            keep[np.flatnonzero(zero)[edge]] = True
+            pairs, vals = pairs[keep], vals[keep]
         if not pairs.shape[0]:
             return self._W0.copy()
         n = self._n
