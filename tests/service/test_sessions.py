@@ -128,6 +128,25 @@ def test_a_deleted_session_is_gone_with_every_key_and_stays_gone(client, store, 
     assert not store.r.exists(ss._key(sid))
 
 
+def test_all_answers_are_every_recorded_answer_in_arrival_order(client, store, blobs_dataset):
+    """The per-pass aggregation reads one answer log; it holds what each question's list holds."""
+    from workers.session_store import SessionStore
+
+    ss = SessionStore(store)
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5,
+                                            "answers_per_question": 2}).json["id"]
+    ss.replace_pool(sid, [{"question_id": q, "type": "pairwise", "items": it}
+                          for q, it in (("q1", [0, 1]), ("q2", [0, 2]))], 0)
+    given = [("q2", "cannot_link", "w1", "a1"), ("q1", "must_link", "w1", "a2"), ("q2", "dont_know", "w2", "a3"),
+             ("q2", "must_link", "w3", "a4"), ("q1", "must_link", "w1", "a2"), ("q9", "must_link", "w1", "a5")]
+    outcomes = [ss.record_answer(sid, q, a, w, asg, 0) for q, a, w, asg in given]
+    assert outcomes == ["accepted", "accepted", "accepted:ready", "late", "duplicate",
+                        "rejected:unknown question_id"]
+    logged = ss.all_answers(sid)
+    assert [(q, a["answer"], a["worker_id"], a["assignment_id"]) for q, a in logged] == given[:3]
+    assert [a for q, a in logged if q == "q2"] == ss.answers(sid, ["q2"])[0]
+
+
 def test_sessions_are_listed_newest_first_page_by_page(client, blobs_dataset):
     ids = [client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
            for _ in range(3)]
