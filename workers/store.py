@@ -79,7 +79,11 @@ def _finite_json(obj):
 
 
 def dumps(obj):
-    return json.dumps(_finite_json(obj), allow_nan=False, separators=(",", ":"))
+    """Compact JSON of ``obj`` with non-finite floats as null (numpy scalars and arrays as plain values)."""
+    try:  # plain finite data, the usual case: no walk (0.05 s of a long session's pass on its state)
+        return json.dumps(obj, allow_nan=False, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return json.dumps(_finite_json(obj), allow_nan=False, separators=(",", ":"))
 
 
 class Store:

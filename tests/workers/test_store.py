@@ -1,9 +1,11 @@
 """Job record transitions on a real Redis."""
 
+import json
+
 import numpy as np
 import pytest
 
-from workers.store import DatasetGone, Store
+from workers.store import DatasetGone, Store, dumps
 
 
 def _job(store, dataset_id=None, **kw):
@@ -103,3 +105,12 @@ def test_lost_worker_is_failed_not_stuck(store):
     rec = store.get_job(jid)
     assert rec["state"] == "FAILED" and rec["error"]["code"] == "worker_lost"
     assert s.hard_time_limit < s.visibility_timeout
+
+
+def test_dumps_writes_non_finite_floats_as_null_and_numpy_values_as_plain_json():
+    plain = {"a": [1, 2.5, "x", None, True], "b": {"c": (3, 4)}}
+    assert json.loads(dumps(plain)) == {"a": [1, 2.5, "x", None, True], "b": {"c": [3, 4]}}
+    assert json.loads(dumps({"s": float("nan"), "t": [np.float64("inf"), -np.inf, 1.0]})) == {
+        "s": None, "t": [None, None, 1.0]}
+    assert json.loads(dumps({"u": np.int64(3), "v": np.array([[1.5, np.nan]]), "w": np.bool_(True)})) == {
+        "u": 3, "v": [[1.5, None]], "w": True}
