@@ -406,7 +406,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
         The base graph W0 (U1) and the U9 neighbour lists, read-only, with a
         fingerprint of ``X`` and the graph parameters: pass it to
         :meth:`from_state` to restore a session on the same data without
-        rebuilding them. None with ``affinity="precomputed"``.
+        rebuilding them (once the exploration step has needed them, also each
+        sample's distance to its 7th neighbour). None with
+        ``affinity="precomputed"``.
 
     Raises
     ------

@@ -339,11 +339,21 @@ class QuerySelectionMixin:
         """Samples in the denser half of their current cluster (``labels_``):
         distance to the 7th neighbour in X at most the cluster's median, or,
         with a precomputed affinity, degree in W0 at least the cluster's
-        median. Per cluster, so that a small cluster has dense members too."""
+        median. Per cluster, so that a small cluster has dense members too.
+
+        The distances are kept with ``base_graph_`` (data-only, like the
+        graph), so a session pass restored on the cached graph does not query
+        the neighbours again (53 ms of a segment pass)."""
         if self._sparsity is None:
-            if self._X is not None:
+            cached = getattr(self, "base_graph_", None)
+            if cached is not None and "sparsity" in cached:
+                self._sparsity = cached["sparsity"]
+            elif self._X is not None:
                 dist, _ = knn_distances(self._X, int(min(7, self._n - 1)))
                 self._sparsity = dist[:, -1]
+                if cached is not None:
+                    self._sparsity.flags.writeable = False
+                    cached["sparsity"] = self._sparsity
             else:
                 self._sparsity = -degrees(self._W0)
         s, lab = self._sparsity, np.asarray(self.labels_)

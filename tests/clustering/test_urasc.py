@@ -700,6 +700,10 @@ def test_a_restore_on_a_kept_base_graph_equals_a_rebuilt_one_and_a_foreign_graph
         _answer_until_done(s, y, 2)
     np.testing.assert_array_equal(kept.answers_, rebuilt.answers_)
     np.testing.assert_array_equal(kept.labels_, rebuilt.labels_)
+    # the exploration step's neighbour distances were kept with the graph and reused
+    from clustering._graph import knn_distances
+    assert not graph["sparsity"].flags.writeable and kept._sparsity is graph["sparsity"]
+    np.testing.assert_array_equal(graph["sparsity"], knn_distances(X, 7)[0][:, -1])
     # another X, or other graph parameters: the graph is not used
     other = URASC.from_state(X + 1e-3, state, base_graph=graph)
     assert other.base_graph_ is not graph and other.base_graph_["fingerprint"] != graph["fingerprint"]
