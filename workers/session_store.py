@@ -276,6 +276,13 @@ class SessionStore:
         than ``lease_seconds``: that worker's answer is still taken (with 48
         workers and a pool of 50, 3.6% of the answers came late when leased
         questions were withdrawn under them; bench/speed_crowd.py).
+
+        Returns
+        -------
+        dict
+            question_id -> question document, every question of the session
+            as this call left it (the pass reuses this one read of the
+            question hash for its closed questions).
         """
         qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
         existing = {k.decode(): json.loads(v) for k, v in self.r.hgetall(qkey).items()}
@@ -301,11 +308,13 @@ class SessionStore:
                        "status": "open", "n_answers": 0, "created_revision": revision,
                        "sample": q.get("sample"), "score": q.get("score")}
                 pipe.hset(qkey, q["question_id"], json.dumps(doc))
+                existing[q["question_id"]] = doc
         pipe.delete(pkey)
         if questions:
             pipe.rpush(pkey, *[q["question_id"] for q in questions])
         pipe.execute()
         self._touch(sid)
+        return existing
 
     def page_questions(self, sid, *, status=None, page_size=20, page_token=None):
         """Questions of a session with their answers, by question id, cursor-paginated.

@@ -206,10 +206,11 @@ def update_once(store, ss, sid):
     pool_size = int(rec["params"].get("pool_size", 20))
     queries = est.suggest_queries(pool_size)
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
-    ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+    docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+    closed = [q for q in docs.values() if q["status"] == "closed"]
     ss.save_state(sid, est.get_state())
     labels = np.asarray(est.labels_, dtype=np.int64)
-    ss.save_model(sid, _model(sid, revision, est, labels, labels_true, ss.closed_questions(sid),
+    ss.save_model(sid, _model(sid, revision, est, labels, labels_true, closed,
                               worker_reliability(answers, dawid_skene)))
     if deltas:
         ss.bump_counters(sid, dict(deltas))

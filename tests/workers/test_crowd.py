@@ -1,5 +1,7 @@
 """Session answers: aggregation and per-worker reliability (workers.crowd), on simulated crowds."""
 
+import json
+
 from tests.clustering.test_crowd import crowd_answers as _crowd
 from workers.crowd import aggregate, fit_dawid_skene, worker_reliability
 
@@ -135,7 +137,8 @@ def test_a_refill_does_not_withdraw_a_question_a_worker_is_answering(client, sto
     held, idle = ss.lease(sid, 1, "w")[0], ss.lease(sid, 4, None)[1]
     assert held["question_id"] != idle["question_id"]
     fresh = {"question_id": "q_fresh", "type": "pairwise", "items": [0, 1]}
-    ss.replace_pool(sid, [fresh], revision=1)
+    left = ss.replace_pool(sid, [fresh], revision=1)
+    assert left == {q["question_id"]: q for q in map(json.loads, ss.r.hvals(ss._key(sid, ":questions")))}
     assert ss.question(sid, idle["question_id"])["status"] == "withdrawn"  # nobody held it
     assert ss.question(sid, held["question_id"])["status"] == "open"  # w holds it: its answer still counts
     assert ss.record_answer(sid, held["question_id"], "must_link", "w", "w-1", 1, 1) == "accepted:ready"
