@@ -4,10 +4,13 @@ Starts Redis, one Celery worker and gunicorn as ``./run.sh`` does, uploads each 
 a URASC session (K unknown, one answer per question, a pool of 10) and repeats: lease the 10
 questions, answer them from the ground truth, wait until the model is up to date, read the pass's
 own wall time (``last_pass_seconds`` of ``GET /v1/sessions/{id}``, timed by the worker) and the
-time from posting the answers to the up-to-date model. Prints the medians and writes JSON.
+time from posting the answers to the up-to-date model. Prints the medians (over all passes and
+over the last ten, which show how a long session's passes grow) and writes JSON.
 
     python -m bench.speed_session_pass --datasets wdbc,segment,letter --passes 10 \\
         --out bench/results/speed_session_pass.json
+    python -m bench.speed_session_pass --datasets segment --passes 150 \
+        --out bench/results/speed_session_long.json      # 1500 answers
 """
 
 import argparse
@@ -59,7 +62,10 @@ def measure(base, name, passes, seed=0):
         pass_s.append(s["last_pass_seconds"])
     return {"dataset": name, "n_samples": int(len(y)), "first_pass_s": first, "passes": passes,
             "pass_s_median": float(np.median(pass_s)), "pass_s_max": float(np.max(pass_s)),
-            "answer_to_model_s_median": float(np.median(answer_to_model_s)), "pass_s": pass_s}
+            "answer_to_model_s_median": float(np.median(answer_to_model_s)),
+            "last10_pass_s_median": float(np.median(pass_s[-10:])),
+            "last10_answer_to_model_s_median": float(np.median(answer_to_model_s[-10:])),
+            "pass_s": pass_s, "answer_to_model_s": answer_to_model_s}
 
 
 def main(argv=None):
@@ -79,7 +85,9 @@ def main(argv=None):
             rows.append(row)
             print(f"{name:10s} n={row['n_samples']:6d}  first pass {row['first_pass_s']:.2f} s, then median "
                   f"{row['pass_s_median']:.3f} s (max {row['pass_s_max']:.3f}); answers -> model "
-                  f"{row['answer_to_model_s_median']:.3f} s", flush=True)
+                  f"{row['answer_to_model_s_median']:.3f} s; last 10 passes (after {10 * (args.passes - 10)}+ answers) "
+                  f"{row['last10_pass_s_median']:.3f} s, answers -> model {row['last10_answer_to_model_s_median']:.3f} s",
+                  flush=True)
     if args.out:
         with open(args.out, "w") as fh:
             json.dump({"machine": f"{os.cpu_count()} cores, {platform.platform()}",
