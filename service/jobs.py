@@ -249,7 +249,11 @@ def get_affinity(args, job_id):
               (409, "Job not SUCCEEDED (yet), or a request with this Idempotency-Key still running"),
               (422, "Rows do not fit the model"))
 def predict(body, job_id):
-    """Assign new rows with a fitted inductive model (DCRC); runs as a job on a worker."""
+    """Assign new rows with a fitted inductive model (DCRC); runs as a job on a worker.
+
+    The predict job keeps a copy of the model taken now: deleting the fitted
+    job afterwards does not affect it.
+    """
     store = get_store()
     parent = _result_or_error(store, job_id)
     if "predict" not in METHODS.get(parent["method"], {}).get("outputs", ()):
@@ -265,10 +269,13 @@ def predict(body, job_id):
     if ids is not None and len(ids) != X.shape[0]:
         raise ApiError(422, "invalid_input", f"item_ids has {len(ids)} values for {X.shape[0]} rows",
                        errors={"/item_ids": ["one id per row"]})
+    model = store.get_model_bytes(job_id)
+    if model is None:  # deleted or expired since _result_or_error read it
+        raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
     rows = store.put_dataset(X, name=f"predict:{job_id}", item_ids=ids)
     rec = submit_job(store, dataset_id=rows["id"], method=parent["method"], n_clusters=parent["n_clusters"],
                      params=parent["params"], constraints={}, random_state=parent["random_state"],
-                     scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id)
+                     scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id, model=model)
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
     return job_view(rec), 202, headers
 
@@ -281,8 +288,8 @@ def delete_job(job_id):
 
     A job still QUEUED or RUNNING answers 409 ``job_not_finished``: cancel it
     first (``POST /v1/jobs/{id}/cancel``) and delete it once ``done``. A
-    predict job's rows go with it; predict jobs still to run on a deleted
-    job's model fail with ``predict_failed``. The dataset stays.
+    predict job's rows go with it. Predict jobs already requested on a
+    deleted job still run: each holds a copy of the model. The dataset stays.
     """
     outcome = get_store().delete_job(job_id)
     if outcome == "missing":

@@ -347,11 +347,15 @@ class Store:
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
-                   kind="fit", parent_job_id=None, preset=None):
+                   kind="fit", parent_job_id=None, preset=None, model=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
         contradictions found at submission (kept, reported in the result).
+        ``model`` (bytes, a predict job's copy of its parent's fitted model,
+        :meth:`get_model_bytes`) is stored with the record, so the predict job
+        runs on the model as it was when requested even if the parent job is
+        deleted before it runs.
         Raises :class:`DatasetGone` when the dataset no longer exists (the
         record is written in :meth:`on_dataset`'s transaction).
         """
@@ -388,6 +392,8 @@ class Store:
         def write(pipe):
             pipe.hset(key, mapping={k: json.dumps(v) for k, v in record.items()})
             pipe.set(f"{key}:spec", spec)
+            if model is not None:
+                pipe.set(f"{key}:model", model, ex=self.settings.job_ttl)
             pipe.zadd(f"{PREFIX}jobs", {jid: now})
             self.add_dataset_user(pipe, dataset_id, "job", jid)
             stats.job_submitted(pipe, method)
@@ -658,8 +664,12 @@ class Store:
         """Fitted parameters of an inductive model (JSON), for predict jobs."""
         self.r.set(f"{PREFIX}job:{jid}:model", dumps(state), ex=self.settings.job_ttl)
 
+    def get_model_bytes(self, jid):
+        """The stored model of a job as JSON bytes, or None (none saved, expired or deleted)."""
+        return self.r.get(f"{PREFIX}job:{jid}:model")
+
     def get_model_state(self, jid):
-        raw = self.r.get(f"{PREFIX}job:{jid}:model")
+        raw = self.get_model_bytes(jid)
         return json.loads(raw) if raw else None
 
     def get_affinity_bytes(self, jid):

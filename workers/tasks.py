@@ -226,13 +226,18 @@ def run_job(self, job_id):
 
 
 def run_predict(store, job):
-    """Assign new rows with a parent job's inductive model (e.g. DCRC's logistic model)."""
+    """Assign new rows with a parent job's inductive model (e.g. DCRC's logistic model).
+
+    The model is the predict job's own copy, taken when the prediction was
+    requested (``Store.create_job(model=...)``): deleting the parent job
+    does not fail predictions still queued.
+    """
     job_id = job["id"]
     try:
-        state = store.get_model_state(job["parent_job_id"])
+        state = store.get_model_state(job_id)
         data = store.load_dataset(job["dataset_id"])
         if state is None or data is None:
-            raise LookupError("the parent job's model or the rows to predict have expired")
+            raise LookupError("the model or the rows to predict have expired")
         X = data[0]
         scale = state.pop("_scale", None)
         if scale is not None:
