@@ -9,7 +9,7 @@ over the last ten, which show how a long session's passes grow) and writes JSON.
 
     python -m bench.speed_session_pass --datasets wdbc,segment,letter --passes 10 \\
         --out bench/results/speed_session_pass.json
-    python -m bench.speed_session_pass --datasets segment --passes 150 \
+    python -m bench.speed_session_pass --datasets segment --passes 150 \\
         --out bench/results/speed_session_long.json      # 1500 answers
 """
 
