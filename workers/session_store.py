@@ -277,6 +277,18 @@ class SessionStore:
         workers and a pool of 50, 3.6% of the answers came late when leased
         questions were withdrawn under them; bench/speed_crowd.py).
 
+        Parameters
+        ----------
+        sid : str
+        questions : list of dict
+            The new pool, best first: ``question_id``, ``type``, ``items``
+            (row indices) and optionally ``sample`` and ``score``.
+        revision : int
+            The session revision the pool was computed at (``created_revision``
+            of questions opened now).
+        lease_seconds : float, default=DEFAULT_LEASE_SECONDS
+            Age (s) below which a worker's lease keeps a question open.
+
         Returns
         -------
         dict
@@ -368,8 +380,19 @@ class SessionStore:
         would arrive ``late`` (bench/speed_crowd.py: 61-89% of the answers of
         12-48 workers before). A lease not answered within ``lease_seconds``
         frees its slot. Without ``worker_id`` nothing is tracked: every caller
-        gets the pool's first open questions. ``answers_per_question`` and
-        ``lease_seconds`` are the session's (read from its record when None).
+        gets the pool's first open questions.
+
+        Parameters
+        ----------
+        sid : str
+        count : int >= 1
+            Most questions to hand out.
+        worker_id : str or None
+            The worker the questions are leased to; None: untracked.
+        answers_per_question : int or None
+            The session's; read from its record when None.
+        lease_seconds : float or None
+            The session's lease length (s); read from its record when None.
 
         Returns
         -------
@@ -423,11 +446,6 @@ class SessionStore:
         raw = self.r.hget(self._key(sid, ":questions"), qid)
         return json.loads(raw) if raw else None
 
-    def closed_questions(self, sid):
-        """Every closed question (with its ``aggregated`` answer and ``votes``)."""
-        raw = self.r.hvals(self._key(sid, ":questions"))
-        return [q for q in map(json.loads, raw) if q["status"] == "closed"]
-
     def answers(self, sid, qids):
         """The recorded answers (dicts, arrival order) of each question in ``qids``: one list per
         question, read in one round trip."""
@@ -442,6 +460,13 @@ class SessionStore:
         One read of the session's answer log: a pass used to read every
         question's answer list, 89 ms of a 0.4 s pass once segment had 1400
         questions (bench/speed_session_pass.py).
+
+        Returns
+        -------
+        list of (str, dict)
+            ``(question_id, {answer, worker_id, assignment_id, revision, at})``
+            for every accepted answer (late, duplicate and rejected ones are
+            not logged); ``at`` in Unix seconds.
         """
         logged = map(json.loads, self.r.lrange(self._key(sid, ":answer_log"), 0, -1))
         return [(e.pop("question_id"), e) for e in logged]

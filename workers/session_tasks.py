@@ -53,7 +53,7 @@ def contradicted_answers(labels, closed):
     labels : ndarray of shape (n_samples,), int
         The model's labels.
     closed : list of dict
-        Closed questions (:meth:`SessionStore.closed_questions`): ``items``
+        Closed question documents (as :meth:`SessionStore.replace_pool` returns them): ``items``
         ([i, j] or [a, b, c] row indices) and ``aggregated`` (an answer word;
         "dont_know" never appears in the output).
 

@@ -79,7 +79,16 @@ def _finite_json(obj):
 
 
 def dumps(obj):
-    """Compact JSON of ``obj`` with non-finite floats as null (numpy scalars and arrays as plain values)."""
+    """Compact JSON of ``obj`` with non-finite floats as null (numpy scalars and arrays as plain values).
+
+    Parameters
+    ----------
+    obj : JSON-able data, possibly holding numpy scalars or arrays
+
+    Returns
+    -------
+    str
+    """
     try:  # plain finite data, the usual case: no walk (0.05 s of a long session's pass on its state)
         return json.dumps(obj, allow_nan=False, separators=(",", ":"))
     except (TypeError, ValueError):

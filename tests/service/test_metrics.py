@@ -10,7 +10,6 @@ def _scrape(client):
     return metric_values(r.get_data(as_text=True))
 
 
-
 def test_jobs_are_counted_from_submission_to_their_end(client, store, blobs_dataset):
     did = blobs_dataset[0]
     before = _scrape(client)
