@@ -25,6 +25,8 @@ re-clustering run on a worker (``workers.session_tasks``).
 import json
 import time
 
+from redis.exceptions import WatchError
+
 from . import stats
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 from .store import PREFIX, decode_token, dumps, encode_token, new_id, utcnow_iso
@@ -156,6 +158,7 @@ class SessionStore:
                          "questions_closed": 0, "disagreements": 0, "conflicts": 0},
             "budget_used": 0, "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
+            "answer_log": True,  # every answer is in :answer_log (see all_answers); not on the wire
         }
 
         def write(pipe):
@@ -454,12 +457,21 @@ class SessionStore:
             pipe.lrange(self._key(sid, f":answers:{qid}"), 0, -1)
         return [[json.loads(a) for a in raw] for raw in pipe.execute()]
 
-    def all_answers(self, sid):
+    def all_answers(self, sid, rec=None):
         """Every recorded answer of the session as (question_id, answer dict), in arrival order.
 
         One read of the session's answer log: a pass used to read every
         question's answer list, 89 ms of a 0.4 s pass once segment had 1400
-        questions (bench/speed_session_pass.py).
+        questions (bench/speed_session_pass.py). A session created before the
+        log existed (its record has no ``answer_log`` flag) gets its log
+        rebuilt first from the per-question lists (:meth:`_rebuild_answer_log`),
+        once; without that its earlier answers would be missing.
+
+        Parameters
+        ----------
+        sid : str
+        rec : dict or None
+            The session's record when the caller holds it; None reads it.
 
         Returns
         -------
@@ -468,8 +480,45 @@ class SessionStore:
             for every accepted answer (late, duplicate and rejected ones are
             not logged); ``at`` in Unix seconds.
         """
+        rec = self.get(sid) if rec is None else rec
+        if rec is not None and not rec.get("answer_log"):
+            self._rebuild_answer_log(sid)
         logged = map(json.loads, self.r.lrange(self._key(sid, ":answer_log"), 0, -1))
         return [(e.pop("question_id"), e) for e in logged]
+
+    def _rebuild_answer_log(self, sid):
+        """Write the answer log of a session that predates it, from the per-question answer lists.
+
+        The lists hold every accepted answer, also those that arrived after
+        the upgrade (which the answer script appended to a partial log), so
+        the log is replaced by all of them ordered by arrival time (``at``),
+        and the record is flagged. The questions hash changes with every
+        accepted answer, so it is watched: an answer arriving meanwhile makes
+        the transaction retry.
+        """
+        rkey, qkey, lkey = self._key(sid), self._key(sid, ":questions"), self._key(sid, ":answer_log")
+        with self.r.pipeline() as pipe:
+            while True:
+                try:
+                    pipe.watch(rkey, qkey)
+                    if not pipe.exists(rkey):
+                        return
+                    qids = [q.decode() for q in pipe.hkeys(qkey)]
+                    entries = []
+                    for qid in qids:
+                        for raw in pipe.lrange(self._key(sid, f":answers:{qid}"), 0, -1):
+                            entries.append({"question_id": qid, **json.loads(raw)})
+                    entries.sort(key=lambda e: e.get("at", 0))
+                    pipe.multi()
+                    pipe.delete(lkey)
+                    if entries:
+                        pipe.rpush(lkey, *map(json.dumps, entries))
+                        pipe.expire(lkey, self.settings.job_ttl)
+                    pipe.hset(rkey, "answer_log", "true")
+                    pipe.execute()
+                    return
+                except WatchError:
+                    continue
 
     def pop_ready(self, sid):
         """Question ids with enough answers (removed from the ready list)."""

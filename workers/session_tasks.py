@@ -182,7 +182,7 @@ def update_once(store, ss, sid):
     ready = ss.pop_ready(sid)
     est = _estimator(rec, X, state, answers_follow=bool(ready))
     deltas = Counter()
-    answers = ss.all_answers(sid)
+    answers = ss.all_answers(sid, rec)
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
         agg = aggregate(answers, ready, dawid_skene if rec.get("aggregation", "one_coin") == "one_coin" else None)

@@ -147,6 +147,36 @@ def test_all_answers_are_every_recorded_answer_in_arrival_order(client, store, b
     assert [a for q, a in logged if q == "q2"] == ss.answers(sid, ["q2"])[0]
 
 
+def test_a_session_from_before_the_answer_log_gets_its_log_rebuilt_from_the_question_lists(
+        client, store, blobs_dataset):
+    """After an upgrade, a session whose early answers were never logged keeps them all."""
+    from workers.session_store import SessionStore
+
+    ss = SessionStore(store)
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5,
+                                            "answers_per_question": 3}).json["id"]
+    ss.replace_pool(sid, [{"question_id": q, "type": "pairwise", "items": it}
+                          for q, it in (("q1", [0, 1]), ("q2", [0, 2]))], 0)
+    given = [("q2", "cannot_link", "w1"), ("q1", "must_link", "w1"), ("q2", "dont_know", "w2")]
+    for q, a, w in given:
+        assert ss.record_answer(sid, q, a, w, None, 0) == "accepted"
+    # what the record and the keys of a session created before the log looked like
+    store.r.delete(ss._key(sid, ":answer_log"))
+    store.r.hdel(ss._key(sid), "answer_log")
+    assert "answer_log" not in ss.get(sid)
+    given.append(("q1", "cannot_link", "w2"))  # arrives after the upgrade: the only one logged
+    assert ss.record_answer(sid, *given[-1], None, 0) == "accepted"
+    assert store.r.llen(ss._key(sid, ":answer_log")) == 1
+    logged = ss.all_answers(sid)
+    assert [(q, a["answer"], a["worker_id"]) for q, a in logged] == given
+    assert ss.get(sid)["answer_log"] is True
+    assert [a for q, a in logged if q == "q1"] == ss.answers(sid, ["q1"])[0]
+    # rebuilt once: later answers are appended by the answer script, in order
+    given.append(("q2", "must_link", "w3"))
+    assert ss.record_answer(sid, *given[-1], None, 0) == "accepted:ready"
+    assert [(q, a["answer"], a["worker_id"]) for q, a in ss.all_answers(sid)] == given
+
+
 def test_sessions_are_listed_newest_first_page_by_page(client, blobs_dataset):
     ids = [client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
            for _ in range(3)]
