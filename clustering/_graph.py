@@ -7,6 +7,8 @@ Implements the shared graph construction of ``specs/baselines.md`` §0.3
 ``sigma`` = mean distance to the k-th nearest neighbour.
 """
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
@@ -18,6 +20,7 @@ DENSE_LIMIT = 5000
 __all__ = [
     "add_gaussian_edges",
     "component_bridges",
+    "discriminant_knn_graph",
     "gaussian_affinity",
     "knn_distances",
     "knn_gaussian_graph",
@@ -224,6 +227,52 @@ def self_tuning_knn_graph(X, n_neighbors, n_scale=7):
     W.eliminate_zeros()
     sigma = float(np.mean(dist[:, -1]))
     return W, (sigma if sigma > 0 else 1.0)
+
+
+def discriminant_knn_graph(X, groups, n_neighbors):
+    """Self-tuning kNN graph in the discriminant space of labelled groups of samples.
+
+    The samples of ``groups`` (each a list of row indices, e.g. the certain
+    sets of an active session) fit a linear discriminant analysis (scikit-learn,
+    eigen solver, Ledoit-Wolf shrinkage of the within-group covariance); every
+    row of X is projected on its ``min(len(groups) - 1, d)`` directions and
+    :func:`self_tuning_knn_graph` is built there. Neighbours in that space
+    differ along what separates the groups, so a sample whose group was
+    given by a wrong answer still has its own class as neighbours.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n, d), float64
+        Finite data.
+    groups : list of list of int
+        At least two non-empty groups of distinct row indices.
+    n_neighbors : int
+        k of the kNN graph.
+
+    Returns
+    -------
+    W : csr_matrix of shape (n, n), float64, or None
+        Symmetric, entries in [1e-12, 1], zero diagonal; None when the groups
+        hold fewer samples than ``len(groups) + 2`` (no within-group spread
+        to learn from) or the discriminant problem is singular.
+    """
+    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
+
+    idx = np.concatenate([np.asarray(g, dtype=np.int64) for g in groups])
+    if len(groups) < 2 or idx.size < len(groups) + 2:
+        return None
+    y = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
+    try:
+        with warnings.catch_warnings():
+            # A group of one sample (a set with only its founder) has a zero covariance, which
+            # is right here (it adds no within-group spread); sklearn warns about it per group.
+            warnings.filterwarnings("ignore", message="Only one sample available", category=UserWarning)
+            Z = LinearDiscriminantAnalysis(solver="eigen", shrinkage="auto").fit(X[idx], y).transform(X)
+    except np.linalg.LinAlgError:
+        return None
+    if not np.isfinite(Z).all():
+        return None
+    return self_tuning_knn_graph(Z, n_neighbors)[0]
 
 
 def component_bridges(X, W, *, skip_largest=False, max_passes=64):

@@ -18,6 +18,7 @@ from clustering._constraints import (
 )
 from clustering._graph import (
     component_bridges,
+    discriminant_knn_graph,
     gaussian_affinity,
     knn_distances,
     knn_gaussian_graph,
@@ -278,6 +279,26 @@ def test_self_tuning_knn_graph_properties():
     assert sp.issparse(W) and abs(W - W.T).max() == 0 and W.diagonal().max() == 0
     assert W.data.min() >= 1e-12 and W.data.max() <= 1.0 and sigma > 0
     assert (W.getnnz(axis=1) >= 8).all()  # every point keeps its 8 nearest neighbours
+
+
+def test_discriminant_knn_graph_links_classes_that_noise_columns_hide():
+    rng = np.random.default_rng(0)
+    y = np.repeat([0, 1], 100)
+    X = np.column_stack([5.0 * y + rng.normal(size=200), 3.0 * rng.normal(size=(200, 8))])
+    groups = [list(range(0, 10)), list(range(100, 110))]
+    G = discriminant_knn_graph(X, groups, 8)
+    assert sp.issparse(G) and abs(G - G.T).max() == 0 and G.diagonal().max() == 0
+    assert G.data.min() >= 1e-12 and G.data.max() <= 1.0
+
+    def same_class_weight(W):
+        W = sp.coo_matrix(W)
+        return W.data[y[W.row] == y[W.col]].sum() / W.data.sum()
+
+    W, _ = self_tuning_knn_graph(X, 8)
+    assert same_class_weight(G) > 0.9 > same_class_weight(W)
+    # nothing to learn from: one sample per group, or one group
+    assert discriminant_knn_graph(X, [[0], [100]], 8) is None
+    assert discriminant_knn_graph(X, [list(range(20))], 8) is None
 
 
 # --------------------------------------------------------------------- spectral

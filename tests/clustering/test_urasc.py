@@ -379,7 +379,7 @@ def test_batch_suggestions_are_distinct_samples_and_idempotent():
 
 @pytest.mark.parametrize("params", [
     {"budget": -1}, {"n_clusters": 1}, {"strategy": "greedy"}, {"n_candidates": 0}, {"diversity": 2.0},
-    {"seed_sample": 500},
+    {"seed_sample": 500}, {"discriminant_weight": 1.5}, {"discriminant_weight": "half"},
 ])
 def test_invalid_parameters(params):
     X, _ = _blobs(30, 2)
@@ -635,6 +635,19 @@ def test_verify_noise_free_sets_are_pure_and_cost_few_extra_questions():
     est = URASC(n_clusters=4, budget=80, random_state=0, n_init=2, k_growth="verify",
                 representative="founder").fit(X, oracle=_oracle(y, 0.2, seed=3))
     assert est.n_clusters_ == 4
+
+
+def test_discriminant_weight_auto_is_half_under_verify_and_zero_under_the_papers_rule():
+    X, y = _blobs(60, 3, seed=5, std=2.5)
+
+    def run(**params):
+        est = URASC(budget=40, random_state=1, n_init=2, **params).fit(X, oracle=_oracle(y, 0.15, seed=2))
+        return est.answers_.tolist(), est.labels_.tolist()
+
+    verify = {"k_growth": "verify", "representative": "founder"}
+    assert run(**verify) == run(**verify, discriminant_weight=0.5)
+    assert run(**verify) != run(**verify, discriminant_weight=0.0)
+    assert run() == run(discriminant_weight=0.0)
 
 
 def test_verify_state_round_trip():
