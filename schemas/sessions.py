@@ -34,7 +34,7 @@ class URASCParamsSchema(Schema):
         ["auto"], low=0.0, low_inclusive=True, high=1.0, load_default="auto",
         metadata={"description": "weight of the kNN graph in the discriminant space of the certain sets (LDA) "
                                  "in the graph that spreads their labels; 0: the constrained graph alone; "
-                                 "auto: 0.5 under k_growth=verify, else 0"})
+                                 "auto: 0.5 under k_growth=verify with three or more certain sets, else 0"})
     n_neighbors = StrictInteger(load_default=10, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))
@@ -77,10 +77,10 @@ SESSION_PRESETS = [{
     "question_type": "pairwise",
     "description": "For answers that are sometimes wrong (people, or a crowd's vote): answers are votes and a new "
                    "certain set needs repeated 'no's. With 10% wrong answers (bench/README.md, 5 trials, K "
-                   "unknown, ARI at 200 questions over the same mode's noise-free ARI) it keeps iris .92, wine "
-                   ".95, wdbc .96, ionosphere .86, segment .77, against .53 / .61 / .39 / .39 / .65 with the "
-                   "default (the paper's rule); with three answers per question (majority) .88-1.00 against "
-                   ".67-.90. Noise-free it needs more questions early (segment at 50 questions .33 against .55).",
+                   "unknown, ARI at 200 questions over the same mode's noise-free ARI) it keeps iris .94, wine "
+                   ".94, wdbc .96, ionosphere .86, segment .83, against .53 / .61 / .39 / .39 / .65 with the "
+                   "default (the paper's rule); with three answers per question (majority) .92-1.00 against "
+                   ".67-.89. Noise-free it needs more questions early (segment at 50 questions .29 against .55).",
     "params": {"k_growth": "verify", "representative": "founder"},
 }]
 

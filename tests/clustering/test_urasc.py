@@ -637,17 +637,17 @@ def test_verify_noise_free_sets_are_pure_and_cost_few_extra_questions():
     assert est.n_clusters_ == 4
 
 
-def test_discriminant_weight_auto_is_half_under_verify_and_zero_under_the_papers_rule():
-    X, y = _blobs(60, 3, seed=5, std=2.5)
-
-    def run(**params):
+def test_discriminant_weight_auto_mixes_under_verify_once_there_are_three_sets():
+    def run(X, y, **params):
         est = URASC(budget=40, random_state=1, n_init=2, **params).fit(X, oracle=_oracle(y, 0.15, seed=2))
         return est.answers_.tolist(), est.labels_.tolist()
 
     verify = {"k_growth": "verify", "representative": "founder"}
-    assert run(**verify) == run(**verify, discriminant_weight=0.5)
-    assert run(**verify) != run(**verify, discriminant_weight=0.0)
-    assert run() == run(discriminant_weight=0.0)
+    X, y = _blobs(60, 3, seed=5, std=2.5)
+    assert run(X, y, **verify) != run(X, y, **verify, discriminant_weight=0.0)
+    assert run(X, y) == run(X, y, discriminant_weight=0.0)  # the paper's rule: never
+    X, y = _blobs(60, 2, seed=5, std=2.5)  # a given n_clusters=2 caps the sets at two: never
+    assert run(X, y, n_clusters=2, **verify) == run(X, y, n_clusters=2, **verify, discriminant_weight=0.0)
 
 
 def test_verify_state_round_trip():
