@@ -804,6 +804,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
             raise InvalidInputError("state: unknown or missing version", field="state")
         params = dict(state["params"])
         params.setdefault("kernel", "gaussian")  # states saved before the kernel option existed
+        params.setdefault("discriminant_weight", 0.0)  # ... and before discriminant_weight: labels as then
         est = cls(**params, callback=callback)
         est._initialize(X, seed_base=state["seed"], first=state["first_sample"], base_graph=base_graph)
         if est._n != state["n_samples"]:

@@ -531,6 +531,20 @@ def test_old_states_without_kernel_restore_the_paper_graph():
     assert clone.suggest_queries(1) == est.suggest_queries(1)
 
 
+def test_old_verify_states_without_discriminant_weight_keep_labelling_as_they_did():
+    X, y = _blobs(60, 3, seed=5, std=2.5)
+    oracle = _oracle(y, 0.15, seed=2)
+    params = {"budget": 40, "random_state": 1, "n_init": 2, "k_growth": "verify", "representative": "founder"}
+    old = URASC(**params, discriminant_weight=0.0).fit(X, oracle=oracle)
+    state = json.loads(json.dumps(old.get_state()))
+    del state["params"]["discriminant_weight"]
+    clone = URASC.from_state(X, state)
+    assert clone.discriminant_weight == 0.0
+    assert clone.labels_.tolist() == old.labels_.tolist()
+    assert URASC.from_state(X, json.loads(json.dumps(old.get_state()))).discriminant_weight == 0.0
+    assert URASC(**params).get_params()["discriminant_weight"] == "auto"  # new sessions mix
+
+
 def test_set_agreement_is_matching_fraction():
     from clustering._urasc import _set_agreement
 
