@@ -245,21 +245,34 @@ def discriminant_knn_graph(X, groups, n_neighbors):
     X : ndarray of shape (n, d), float64
         Finite data.
     groups : list of list of int
-        At least two non-empty groups of distinct row indices.
+        Non-empty, disjoint groups of row indices into X (two or more for a
+        graph).
     n_neighbors : int
         k of the kNN graph.
 
     Returns
     -------
     W : csr_matrix of shape (n, n), float64, or None
-        Symmetric, entries in [1e-12, 1], zero diagonal; None when the groups
-        hold fewer samples than ``len(groups) + 2`` (no within-group spread
-        to learn from) or the discriminant problem is singular.
+        Symmetric, entries in [1e-12, 1], zero diagonal; None when there are
+        fewer than two groups, when the groups hold fewer samples than
+        ``len(groups) + 2`` (no within-group spread to learn from) or when the
+        discriminant problem is singular. Nothing is raised for those cases.
+
+    Notes
+    -----
+    Shoal's extension for URASC's ``discriminant_weight`` (not in the five
+    papers of specs/). Sources of the parts: Fisher's linear discriminant
+    (the generalised eigenproblem of between- and within-group scatter),
+    Ledoit and Wolf (2004) for the shrunk within-group covariance, and
+    Zelnik-Manor and Perona (2004) for the self-tuning graph. Measured
+    effect: bench/README.md, "Active questions", ninth stop.
     """
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 
+    if len(groups) < 2:
+        return None
     idx = np.concatenate([np.asarray(g, dtype=np.int64) for g in groups])
-    if len(groups) < 2 or idx.size < len(groups) + 2:
+    if idx.size < len(groups) + 2:
         return None
     y = np.repeat(np.arange(len(groups)), [len(g) for g in groups])
     try:

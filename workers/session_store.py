@@ -504,10 +504,9 @@ class SessionStore:
                     if not pipe.exists(rkey):
                         return
                     qids = [q.decode() for q in pipe.hkeys(qkey)]
-                    entries = []
-                    for qid in qids:
-                        for raw in pipe.lrange(self._key(sid, f":answers:{qid}"), 0, -1):
-                            entries.append({"question_id": qid, **json.loads(raw)})
+                    # one round trip on another connection; the WATCH above still guards the write
+                    entries = [{"question_id": qid, **a} for qid, given in zip(qids, self.answers(sid, qids))
+                               for a in given]
                     entries.sort(key=lambda e: e.get("at", 0))
                     pipe.multi()
                     pipe.delete(lkey)
