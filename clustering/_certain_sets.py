@@ -18,6 +18,12 @@ _YES, _NO, _DK = 1, 0, -1
 # to its founder (see CertainSetsMixin._set_check).
 _CHECK_NEAREST = 2
 
+# Batch mode under "verify" (CertainSetsMixin._fan_out): a pending sample that
+# this many sets have refused may get up to _FAN_OUT_QUESTIONS more questions
+# (to other sets of its queue) in the same batch.
+_FAN_OUT_REFUSALS = 3
+_FAN_OUT_QUESTIONS = 3
+
 
 def _seed(base, *tags):
     """A 32-bit seed derived from ``base`` and integer ``tags`` (independent streams)."""
@@ -167,6 +173,48 @@ class CertainSetsMixin:
                 del self._pending[x]
                 self._resolve(x)
         return "accepted"
+
+    def _fan_out(self, slots):
+        """Batch mode under "verify": up to ``slots`` further questions for the
+        pending samples that at least ``_FAN_OUT_REFUSALS`` (3) sets have refused
+        (more "no" than "yes" votes), most refusals first; at most
+        ``_FAN_OUT_QUESTIONS`` (3) per sample, the entries after the first of its
+        queue (each about another set).
+
+        A sample of a class that has no set yet founds one only after a "no"
+        from every set, twice from most of them; with one question per sample
+        per batch that chain takes as many batches as it has questions, and the
+        class stays missing meanwhile. Its later entries are likely "no"s, so
+        they are asked side by side; a "yes" among them joins as usual and the
+        answers beside it count as cannot-link evidence. Segment, K unknown,
+        B = 10, 20 trials, ARI at 200 (noise-free / 10% wrong answers): .679 /
+        .492 before, .728 / .500 with it; with 1 refusal and 3 questions .708 /
+        .508, 2 refusals and 1 question .696 / .489 (bench/README). Iris and
+        ionosphere (20 trials) unchanged within .01.
+
+        Returns
+        -------
+        list of dict
+            Questions in the shape of ``suggest_queries``.
+        """
+        ranked = []
+        for x, queue in self._pending.items():
+            if len(queue) < 2:
+                continue
+            refused = 0
+            for l in range(len(self._sets)):
+                yes, no = self._votes(x, l)
+                refused += no > yes
+            if refused >= _FAN_OUT_REFUSALS:
+                ranked.append((-refused, x))
+        ranked.sort()
+        out = []
+        for _, x in ranked:
+            for entry in self._pending[x][1:1 + _FAN_OUT_QUESTIONS]:
+                if len(out) >= slots:
+                    return out
+                out.append(self._question(x, entry))
+        return out
 
     def _k_from_sets(self):
         """U14 (k_growth="sets"): every certain set is a cluster. "robust": a known

@@ -383,7 +383,10 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
         between different sets or with an uncertain sample. Cost: a first-ask "yes" costs nothing extra;
         each new set costs 1 + (number of sets) extra questions plus two
         checks against each of at most two older sets (noise-free about
-        K^2 / 2 + 4 K per session). [deviation
+        K^2 / 2 + 4 K per session). In a batch (``suggest_queries(n)``,
+        n > 1) a pending sample refused by >= 3 sets is asked about up to 3
+        more sets of its queue at once, so founding a set does not take one
+        batch per question. [deviation
         from U14, U15 and §7.10 / §8.2 invariant 9: a recorded answer can
         disagree with the sets (it was outvoted), and sets can merge.]
         Evidence: see Notes, "Noisy oracles".
@@ -636,7 +639,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
             Wanted number of questions; at most one per uncertain sample (plus
             the set-check questions of ``k_growth="verify"``, which pair two
             certain samples and come first), and never more than the
-            remaining budget.
+            remaining budget. Under ``k_growth="verify"`` a sample that at
+            least 3 sets have refused may get up to 4, each about a different
+            set.
 
         Returns
         -------
@@ -671,6 +676,8 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, ClusterMixin, BaseEstimator):
                 if fresh:
                     queue = self._pending[x] = fresh
             out.append(self._question(x, queue[0]))
+        if self.k_growth == "verify" and len(out) < n:
+            out.extend(self._fan_out(n - len(out)))
         need = n - len(out)
         if need > 0:
             for x, info in self._select(need):

@@ -968,3 +968,34 @@ def test_verify_repeated_question_goes_to_the_member_most_like_the_founder():
         est._set_of[[0, 1, 3]] = 0
         est._record(2, 0, 0)
         assert est._next_member(2, 0) == expect
+
+
+def test_verify_batches_ask_a_sample_refused_by_three_sets_about_several_sets_at_once():
+    """Batch mode under "verify": a pending sample that >= 3 sets refused gets
+    questions about other sets of its queue in the same batch (one per set);
+    every other sample, and every sample under the paper's rule, gets one."""
+    X, y = _blobs(150, 6, seed=3)
+    fanned = {}
+    for k_growth in ("sets", "verify"):
+        est = URASC(budget=150, random_state=0, n_init=2, k_growth=k_growth, representative="founder").fit(X)
+        oracle, fanned[k_growth] = _oracle(y), 0
+        while True:
+            refused = {x: sum(est._votes(x, l)[1] > est._votes(x, l)[0] for l in range(len(est._sets)))
+                       for x in est._pending}
+            qs = est.suggest_queries(10)
+            if not qs:
+                break
+            per_sample = {}
+            for q in qs:
+                per_sample.setdefault(q["i"], []).append(q["certain_set"])
+            for x, sets in per_sample.items():
+                assert len(sets) == len(set(sets)), "one question per set"
+                if len(sets) > 1:
+                    assert refused.get(x, 0) >= 3 and len(sets) <= 4
+                    fanned[k_growth] += 1
+            outcomes = est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+            assert set(outcomes) == {"accepted"}, outcomes
+        est.update()
+        assert len(est.certain_sets_) == 6
+        assert all(len(set(y[s])) == 1 for s in est.certain_sets_)
+    assert fanned["sets"] == 0 < fanned["verify"]
