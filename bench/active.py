@@ -329,7 +329,7 @@ def main(argv=None):
     ap.add_argument("--merge", nargs="+", default=None,
                     help="only merge these result files into --out and print the tables")
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
-    ap.add_argument("--methods", default=None, help="comma list; default: the CONFIGS matrix")
+    ap.add_argument("--methods", default=None, help="comma list of METHODS keys kept from the chosen matrix")
     ap.add_argument("--configs", default=None,
                     help="subset of the matrix: 'main' (noise-free, K unknown + known), 'noise', or 'final' "
                          "(the reduced FINAL matrix; final_main / final_noise: its noise-free / noisy part), "
@@ -361,9 +361,6 @@ def main(argv=None):
             print("\nletter:", json.dumps(letter))
         return
     configs = list(CONFIGS)
-    if args.methods:
-        keep = set(args.methods.split(","))
-        configs = [c for c in configs if c[0] in keep]
     if args.configs == "main":
         configs = [c for c in configs if c[2] == 0.0]
     elif args.configs in ("final", "final_main", "final_noise"):
@@ -374,6 +371,9 @@ def main(argv=None):
         configs = list(CROWD)
     elif args.configs == "noise":
         configs = [c for c in configs if c[2] > 0.0]
+    if args.methods:  # after the matrix is chosen, so it also narrows --configs verify / crowd
+        keep = set(args.methods.split(","))
+        configs = [c for c in configs if c[0] in keep]
     if args.k_mode:
         configs = [c for c in configs if c[1] == args.k_mode]
     result = {"meta": {"started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "budgets": budgets,
