@@ -189,8 +189,8 @@ class CertainSetsMixin:
         answers beside it count as cannot-link evidence. Segment, K unknown,
         B = 10, 20 trials, ARI at 200 (noise-free / 10% wrong answers): .679 /
         .492 before, .728 / .500 with it; with 1 refusal and 3 questions .708 /
-        .508, 2 refusals and 1 question .696 / .489 (bench/README). Iris and
-        ionosphere (20 trials) unchanged within .01.
+        .508, 2 refusals and 1 question .696 / .489 (bench/README, tenth
+        stop). Iris, wine, ionosphere and wdbc (20 trials) move by at most .02.
 
         Returns
         -------
