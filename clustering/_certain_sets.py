@@ -185,8 +185,10 @@ class CertainSetsMixin:
         from every set, twice from most of them; with one question per sample
         per batch that chain takes as many batches as it has questions, and the
         class stays missing meanwhile. Its later entries are likely "no"s, so
-        they are asked side by side; a "yes" among them joins as usual and the
-        answers beside it count as cannot-link evidence. Segment, K unknown,
+        they are asked side by side; a "yes" among them joins as usual, and the
+        answers beside it then pair two certain samples: set-check evidence
+        with n_clusters=None, "implied" (not recorded) with n_clusters given.
+        Segment, K unknown,
         B = 10, 20 trials, ARI at 200 (noise-free / 10% wrong answers): .679 /
         .492 before, .728 / .500 with it; with 1 refusal and 3 questions .708 /
         .508, 2 refusals and 1 question .696 / .489 (bench/README, tenth
