@@ -266,6 +266,44 @@ def summarise(runs, budgets):
     return summary
 
 
+def _standard_error(std, n):
+    """Standard error of a mean from the population std (ddof=0) of n trials (nan for n < 2)."""
+    return float(std / np.sqrt(n - 1)) if n >= 2 else float("nan")
+
+
+def noise_ratios(summary, budget):
+    """Noisy over noise-free ARI at ``budget`` for every row that has both (issue #4's measure).
+
+    The standard error of the ratio is the first-order one of independent trials,
+    ``ratio * sqrt((se_noisy / noisy)^2 + (se_free / free)^2)``. Five trials leave about
+    ±.05 on segment's ratio (bench/README, "tenth stop").
+
+    Returns
+    -------
+    list of dict
+        ``dataset``, ``method``, ``k_mode``, ``noise``, ``n_trials`` (noisy row), ``noisy``,
+        ``noisy_se``, ``free``, ``free_se``, ``ratio``, ``ratio_se``.
+    """
+    b, rows = str(budget), []
+    for v in summary.values():
+        free = summary.get(f"{v['dataset']}|{v['method']}|{v['k_mode']}|0.0")
+        if v["noise"] == 0.0 or free is None or b not in v["ari_mean"] or b not in free["ari_mean"]:
+            continue
+        noisy_m, free_m = v["ari_mean"][b], free["ari_mean"][b]
+        noisy_se = _standard_error(v["ari_std"][b], v["n_trials"])
+        free_se = _standard_error(free["ari_std"][b], free["n_trials"])
+        ratio = noisy_m / free_m if free_m > 0 else float("nan")
+        ratio_se = abs(ratio) * float(np.hypot(noisy_se / noisy_m if noisy_m else np.nan,
+                                               free_se / free_m if free_m else np.nan))
+        rows.append({"dataset": v["dataset"], "method": v["method"], "k_mode": v["k_mode"], "noise": v["noise"],
+                     "n_trials": v["n_trials"], "noisy": noisy_m, "noisy_se": noisy_se, "free": free_m,
+                     "free_se": free_se, "ratio": ratio, "ratio_se": ratio_se})
+    rows.sort(key=lambda r: (DATASETS.index(r["dataset"]) if r["dataset"] in DATASETS else 99,
+                             list(METHODS).index(r["method"]) if r["method"] in METHODS else 99,
+                             r["k_mode"], r["noise"]))
+    return rows
+
+
 def print_tables(summary, budgets, file=sys.stdout):
     groups = sorted({(v["k_mode"], v["noise"]) for v in summary.values()})
     for k_mode, noise in groups:
@@ -293,6 +331,16 @@ def print_tables(summary, budgets, file=sys.stdout):
                                              list(METHODS).index(v["method"]))):
             cells = " | ".join(f"{v['jaccard_mean'][str(b)]:.2f}" for b in budgets)
             print(f"| {v['dataset']} | {v['method']} | {cells} |", file=file)
+    ratios = noise_ratios(summary, budgets[-1])
+    if ratios:
+        print(f"\n### noisy over noise-free ARI at {budgets[-1]} (issue #4 target 0.85; mean ± standard error)",
+              file=file)
+        print("| dataset | method | K | noise | trials | noisy | noise-free | ratio |", file=file)
+        print("|---|---|---|---|---|---|---|---|", file=file)
+        for r in ratios:
+            print(f"| {r['dataset']} | {r['method']} | {r['k_mode']} | {r['noise']:.0%} | {r['n_trials']} | "
+                  f"{r['noisy']:.3f} ± {r['noisy_se']:.3f} | {r['free']:.3f} ± {r['free_se']:.3f} | "
+                  f"{r['ratio']:.2f} ± {r['ratio_se']:.2f} |", file=file)
     print("\n### wall time of suggest_queries after an answer batch (s), noise 0, K unknown", file=file)
     print("| dataset | method | median | max |", file=file)
     print("|---|---|---|---|", file=file)
@@ -354,6 +402,7 @@ def main(argv=None):
         budgets = metas[0]["budgets"]
         merged = {"meta": {"merged_from": args.merge, "parts": metas, "budgets": budgets},
                   "runs": runs, "summary": summarise(runs, budgets), "letter": letter}
+        merged["noise_ratios"] = noise_ratios(merged["summary"], budgets[-1])
         with open(args.out, "w") as fh:
             json.dump(merged, fh, indent=1)
         print_tables(merged["summary"], budgets)
@@ -393,6 +442,7 @@ def main(argv=None):
                     print(f"{name:10s} {method:12s} K {k_mode:7s} noise {noise:.2f} trial {trial} "
                           f"ARI@{budgets[-1]} {r['ari'][str(budgets[-1])]:.3f} ({r['total_s']:.1f} s)", flush=True)
             result["summary"] = summarise(result["runs"], budgets)
+            result["noise_ratios"] = noise_ratios(result["summary"], budgets[-1])
             with open(args.out, "w") as fh:
                 json.dump(result, fh, indent=1)
         print_tables(result["summary"], budgets)
