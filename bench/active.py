@@ -266,6 +266,12 @@ def summarise(runs, budgets):
     return summary
 
 
+def _table_order(row):
+    """Sort key of a summary row in the printed tables: dataset as in DATASETS, then method as in METHODS."""
+    return (DATASETS.index(row["dataset"]) if row["dataset"] in DATASETS else 99,
+            list(METHODS).index(row["method"]) if row["method"] in METHODS else 99)
+
+
 def _standard_error(std, n):
     """Standard error of a mean from the population std (ddof=0) of n trials (nan for n < 2)."""
     return float(std / np.sqrt(n - 1)) if n >= 2 else float("nan")
@@ -273,6 +279,14 @@ def _standard_error(std, n):
 
 def noise_ratios(summary, budget):
     """Noisy over noise-free ARI at ``budget`` for every row that has both (issue #4's measure).
+
+    Parameters
+    ----------
+    summary : dict
+        :func:`summarise` output: ``"dataset|method|k_mode|noise"`` -> row with ``ari_mean``,
+        ``ari_std`` (population std over trials) and ``n_trials``.
+    budget : int
+        Number of questions; a key of the rows' ``ari_mean`` (rows without it are skipped).
 
     The standard error of the ratio is the first-order one of independent trials,
     ``ratio * sqrt((se_noisy / noisy)^2 + (se_free / free)^2)``. Five trials leave about
@@ -298,9 +312,7 @@ def noise_ratios(summary, budget):
         rows.append({"dataset": v["dataset"], "method": v["method"], "k_mode": v["k_mode"], "noise": v["noise"],
                      "n_trials": v["n_trials"], "noisy": noisy_m, "noisy_se": noisy_se, "free": free_m,
                      "free_se": free_se, "ratio": ratio, "ratio_se": ratio_se})
-    rows.sort(key=lambda r: (DATASETS.index(r["dataset"]) if r["dataset"] in DATASETS else 99,
-                             list(METHODS).index(r["method"]) if r["method"] in METHODS else 99,
-                             r["k_mode"], r["noise"]))
+    rows.sort(key=lambda r: (*_table_order(r), r["k_mode"], r["noise"]))
     return rows
 
 
@@ -311,8 +323,7 @@ def print_tables(summary, budgets, file=sys.stdout):
         print("| dataset | method | trials | " + " | ".join(str(b) for b in budgets) + " |", file=file)
         print("|---|---|---|" + "---|" * len(budgets), file=file)
         rows = [v for v in summary.values() if v["k_mode"] == k_mode and v["noise"] == noise]
-        for v in sorted(rows, key=lambda v: (DATASETS.index(v["dataset"]) if v["dataset"] in DATASETS else 99,
-                                             list(METHODS).index(v["method"]))):
+        for v in sorted(rows, key=_table_order):
             cells = " | ".join(f"{v['ari_mean'][str(b)]:.2f}" for b in budgets)
             print(f"| {v['dataset']} | {v['method']} | {v['n_trials']} | {cells} |", file=file)
         anchor_key = "cobras" if k_mode == "unknown" else "kknown"
@@ -327,8 +338,7 @@ def print_tables(summary, budgets, file=sys.stdout):
         print(f"\n### pairwise Jaccard (mean), K {k_mode}, noise {noise:.0%}", file=file)
         print("| dataset | method | " + " | ".join(str(b) for b in budgets) + " |", file=file)
         print("|---|---|" + "---|" * len(budgets), file=file)
-        for v in sorted(rows, key=lambda v: (DATASETS.index(v["dataset"]) if v["dataset"] in DATASETS else 99,
-                                             list(METHODS).index(v["method"]))):
+        for v in sorted(rows, key=_table_order):
             cells = " | ".join(f"{v['jaccard_mean'][str(b)]:.2f}" for b in budgets)
             print(f"| {v['dataset']} | {v['method']} | {cells} |", file=file)
     ratios = noise_ratios(summary, budgets[-1])

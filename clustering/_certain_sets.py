@@ -188,11 +188,11 @@ class CertainSetsMixin:
         they are asked side by side; a "yes" among them joins as usual, and the
         answers beside it then pair two certain samples: set-check evidence
         with n_clusters=None, "implied" (not recorded) with n_clusters given.
-        Segment, K unknown,
-        B = 10, 20 trials, ARI at 200 (noise-free / 10% wrong answers): .679 /
-        .492 before, .728 / .500 with it; with 1 refusal and 3 questions .708 /
-        .508, 2 refusals and 1 question .696 / .489 (bench/README, tenth
-        stop). Iris, wine, ionosphere and wdbc (20 trials) move by at most .02.
+        Segment, K unknown, B = 10, 20 trials, ARI at 200 (noise-free / 10%
+        wrong answers): .679 / .492 before, .728 / .500 with it; with 1
+        refusal and 3 questions .708 / .508, 2 refusals and 1 question .696 /
+        .489 (bench/README, tenth stop). Iris, wine, ionosphere and wdbc (20
+        trials) move by at most .02.
 
         Returns
         -------
@@ -203,10 +203,7 @@ class CertainSetsMixin:
         for x, queue in self._pending.items():
             if len(queue) < 2:
                 continue
-            refused = 0
-            for l in range(len(self._sets)):
-                yes, no = self._votes(x, l)
-                refused += no > yes
+            refused = sum(no > yes for yes, no in (self._votes(x, l) for l in range(len(self._sets))))
             if refused >= _FAN_OUT_REFUSALS:
                 ranked.append((-refused, x))
         ranked.sort()
