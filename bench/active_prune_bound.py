@@ -19,6 +19,7 @@ It edits ``URASC``'s private session state (``_sets``, ``_set_of``, ``_answers``
 measurement, not a feature. Findings: bench/README.md, "Active questions".
 
     python -m bench.active_prune_bound --datasets segment --methods URASC+N/verify --trials 5
+    python -m bench.active_prune_bound --trials 20 --jobs 2 --out bench/results/active_prune_bound_segment20.json
     python -m bench.active_prune_bound --datasets ionosphere --methods URASC+N/verify/B10 --trials 10
 """
 
@@ -27,6 +28,7 @@ import copy
 import json
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.metrics import roc_auc_score
 
 from bench.active import replay
@@ -143,6 +145,7 @@ def main():
     ap.add_argument("--methods", default="URASC+N/verify")
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--budget", type=int, default=200)
+    ap.add_argument("--jobs", type=int, default=1, help="trials replayed in parallel (joblib processes)")
     ap.add_argument("--out", default="bench/results/active_prune_bound.json")
     args = ap.parse_args()
     rows = []
@@ -152,7 +155,8 @@ def main():
         X, y = load(ds)
         for method in args.methods.split(","):
             for noise in (0.1, 0.0):
-                runs = [run_one(X, y, method, noise, t, args.budget) for t in range(args.trials)]
+                runs = Parallel(n_jobs=args.jobs)(delayed(run_one)(X, y, method, noise, t, args.budget)
+                                                  for t in range(args.trials))
                 rows.append({"dataset": ds, "method": method, "noise": noise, "trials": runs})
                 print(f"{ds:<11} {method:<20} {noise:>5}  "
                       + " ".join(f"{np.mean([r[k] for r in runs]):>14.3f}" for k in keys), flush=True)
