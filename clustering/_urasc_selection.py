@@ -18,6 +18,7 @@ from sklearn.mixture import GaussianMixture
 from ._certain_sets import _seed
 from ._graph import degrees, knn_distances
 
+_EXPLORE_ALL_FROM_K = 4  # explore="auto" under "verify", K unknown: every round from this many counted sets
 _EXPLORE_PERIOD = 3  # explore="auto": every third round (K known: once n_clusters sets exist)
 
 
@@ -320,7 +321,8 @@ class QuerySelectionMixin:
         questions a farthest dense uncertain sample (see ``explore``): "auto"
         with K known explores every round until there are n_clusters sets, then
         every third round; with K unknown every third round, but never under
-        k_growth="robust"; a float f explores every round whose
+        k_growth="robust" and every round under "verify" once K (the
+        counted sets) is at least 4; a float f explores every round whose
         index is a multiple of round(1/f). A batch of B questions covers B
         rounds, so it explores as often as B sequential rounds would."""
         if self.explore == "auto":
@@ -328,6 +330,8 @@ class QuerySelectionMixin:
                 return True
             if self.n_clusters is None and self.k_growth == "robust":
                 return False
+            if self.n_clusters is None and self.k_growth == "verify" and self._K >= _EXPLORE_ALL_FROM_K:
+                return True
             period = _EXPLORE_PERIOD
         else:
             if self.explore <= 0:

@@ -488,6 +488,25 @@ def test_known_k_explores_until_every_cluster_has_a_set(seed):
     assert len(found[0.0]) == 2
 
 
+@pytest.mark.parametrize("k_growth", ["verify", "sets"])
+def test_verify_with_unknown_k_explores_every_round_once_four_sets_count(k_growth):
+    # Six separated blobs, K unknown, a noise-free oracle. Once K reaches 4,
+    # explore="auto" under "verify" questions a farthest dense sample in every
+    # round; under the paper's rule still every third round.
+    centers = [[0, 0], [10, 0], [20, 0], [0, 10], [10, 10], [20, 10]]
+    X, y = make_blobs(n_samples=[30] * 6, centers=centers, cluster_std=0.8, random_state=4)
+    est = URASC(budget=120, k_growth=k_growth, representative="founder", random_state=0).fit(X)
+    start = None
+    while start is None or len(est._log) < start + 6:
+        qs = est.suggest_queries(1)
+        assert qs, "budget spent before six rounds after K = 4"
+        est.tell([(q["i"], q["j"], bool(y[q["i"]] == y[q["j"]])) for q in qs])
+        if start is None and est.update().n_clusters_ >= 4:
+            start = len(est._log)
+    explored = [e["fallback"] == "explore" for e in est._log[start:start + 6]]
+    assert sum(explored) == (6 if k_growth == "verify" else 2)
+
+
 def test_a_batch_explores_as_often_as_sequential_rounds_would():
     # K known, one set: every round of the batch explores, by farthest-first
     # traversal among the dense uncertain samples (distinct, each the farthest
