@@ -246,10 +246,15 @@ def run_one(X, y, method, k_mode, noise, trial, budgets):
     }
 
 
+def _summary_key(dataset, method, k_mode, noise):
+    """Key of a :func:`summarise` row: ``"dataset|method|k_mode|noise"`` (noise as a float)."""
+    return f"{dataset}|{method}|{k_mode}|{float(noise)}"
+
+
 def summarise(runs, budgets):
     out = {}
     for r in runs:
-        key = f"{r['dataset']}|{r['method']}|{r['k_mode']}|{r['noise']}"
+        key = _summary_key(r["dataset"], r["method"], r["k_mode"], r["noise"])
         out.setdefault(key, []).append(r)
     summary = {}
     for key, rs in out.items():
@@ -300,7 +305,7 @@ def noise_ratios(summary, budget):
     """
     b, rows = str(budget), []
     for v in summary.values():
-        free = summary.get(f"{v['dataset']}|{v['method']}|{v['k_mode']}|0.0")
+        free = summary.get(_summary_key(v["dataset"], v["method"], v["k_mode"], 0.0))
         if v["noise"] == 0.0 or free is None or b not in v["ari_mean"] or b not in free["ari_mean"]:
             continue
         noisy_m, free_m = v["ari_mean"][b], free["ari_mean"][b]
