@@ -39,6 +39,27 @@ class CertainSetsMixin:
         self._asked.setdefault(i, {})[j] = a
         self._asked.setdefault(j, {})[i] = a
 
+    def _answers_contradict_sets(self):
+        """Whether a recorded answer between two certain samples goes against
+        the sets: a "yes" across two sets or a "no" inside one.
+
+        Evidence that some answer was wrong: with a noise-free oracle every
+        set is one class and no recorded answer contradicts them (a sample
+        joins on a true "yes" and founds a set only after true "no"s). Under
+        "verify" a wrong answer shows up here once the votes overrule it (a
+        "no" from the set a sample later joined on more "yes"s; an outvoted
+        "yes" to a set other than the one it joined), as a set-check "yes"
+        between two sets (K unknown), or once set checks merge a set founded
+        by wrong "no"s (the founder's "no"s then lie inside the merged set).
+        O(answers), vectorised; derived from the answers, so a state restored
+        from JSON needs no extra field."""
+        if not self._answers:
+            return False
+        ans = np.asarray(self._answers, dtype=np.int64)
+        a, si, sj = ans[:, 2], self._set_of[ans[:, 0]], self._set_of[ans[:, 1]]
+        known = (a >= 0) & (si >= 0) & (sj >= 0)
+        return bool(np.any(known & ((a == _YES) != (si == sj))))
+
     def _set_status(self, x, l):
         """(has a "no" to set l, number of don't-knows with members of l)."""
         no, dk = False, 0

@@ -18,7 +18,7 @@ from sklearn.mixture import GaussianMixture
 from ._certain_sets import _seed
 from ._graph import degrees, knn_distances
 
-_EXPLORE_ALL_FROM_K = 4  # explore="auto" under "verify", K unknown: every round from this many counted sets
+_EXPLORE_ALL_FROM_K = 4  # explore="auto" under "verify": every round from this many clusters once answers contradict the sets
 _EXPLORE_PERIOD = 3  # explore="auto": every third round (K known: once n_clusters sets exist)
 
 
@@ -321,8 +321,9 @@ class QuerySelectionMixin:
         questions a farthest dense uncertain sample (see ``explore``): "auto"
         with K known explores every round until there are n_clusters sets, then
         every third round; with K unknown every third round, but never under
-        k_growth="robust" and every round under "verify" once K (the
-        counted sets) is at least 4; a float f explores every round whose
+        k_growth="robust"; under "verify" every round once K (n_clusters, or
+        the counted sets) is at least 4 and a recorded answer contradicts the
+        sets (``_answers_contradict_sets``: noise seen); a float f explores every round whose
         index is a multiple of round(1/f). A batch of B questions covers B
         rounds, so it explores as often as B sequential rounds would."""
         if self.explore == "auto":
@@ -330,7 +331,7 @@ class QuerySelectionMixin:
                 return True
             if self.n_clusters is None and self.k_growth == "robust":
                 return False
-            if self.n_clusters is None and self.k_growth == "verify" and self._K >= _EXPLORE_ALL_FROM_K:
+            if self.k_growth == "verify" and self._K >= _EXPLORE_ALL_FROM_K and self._answers_contradict_sets():
                 return True
             period = _EXPLORE_PERIOD
         else:

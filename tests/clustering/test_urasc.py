@@ -488,14 +488,40 @@ def test_known_k_explores_until_every_cluster_has_a_set(seed):
     assert len(found[0.0]) == 2
 
 
-@pytest.mark.parametrize("k_growth", ["verify", "sets"])
-def test_verify_with_unknown_k_explores_every_round_once_four_sets_count(k_growth):
-    # Six separated blobs, K unknown, a noise-free oracle. Once K reaches 4,
-    # explore="auto" under "verify" questions a farthest dense sample in every
-    # round; under the paper's rule still every third round.
+def _six_blobs():
     centers = [[0, 0], [10, 0], [20, 0], [0, 10], [10, 10], [20, 10]]
-    X, y = make_blobs(n_samples=[30] * 6, centers=centers, cluster_std=0.8, random_state=4)
-    est = URASC(budget=120, k_growth=k_growth, representative="founder", random_state=0).fit(X)
+    return make_blobs(n_samples=[30] * 6, centers=centers, cluster_std=0.8, random_state=4)
+
+
+@pytest.mark.parametrize("n_clusters", [None, 6])
+def test_verify_explores_every_round_once_answers_contradict_four_sets(n_clusters):
+    # Six separated blobs, 15% of answers flipped. Under "verify", once K >= 4
+    # (and, K known, every cluster has its set) and a recorded answer goes
+    # against the sets, explore="auto" questions a farthest dense sample in
+    # every round (without contradicting answers every third round: below).
+    X, y = _six_blobs()
+    oracle = _oracle(y, noise=0.15, seed=1)
+    est = URASC(n_clusters=n_clusters, budget=150, k_growth="verify", representative="founder",
+                random_state=0).fit(X)
+    flagged = []
+    while True:
+        armed = (est._K >= 4 and len(est._sets) >= est._K and est._answers_contradict_sets())
+        before = len(est._log)
+        qs = est.suggest_queries(1)
+        if not qs:
+            break
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+        if armed:
+            flagged += [e["fallback"] == "explore" for e in est._log[before:]]
+    assert len(flagged) >= 9, "too few selections after the answers contradicted the sets"
+    assert all(flagged)
+
+
+def test_verify_without_contradicting_answers_explores_every_third_round():
+    # Noise-free answers never contradict the sets, so "verify" keeps the
+    # every-third-round exploration after K reaches 4.
+    X, y = _six_blobs()
+    est = URASC(budget=120, k_growth="verify", representative="founder", random_state=0).fit(X)
     start = None
     while start is None or len(est._log) < start + 6:
         qs = est.suggest_queries(1)
@@ -503,8 +529,8 @@ def test_verify_with_unknown_k_explores_every_round_once_four_sets_count(k_growt
         est.tell([(q["i"], q["j"], bool(y[q["i"]] == y[q["j"]])) for q in qs])
         if start is None and est.update().n_clusters_ >= 4:
             start = len(est._log)
-    explored = [e["fallback"] == "explore" for e in est._log[start:start + 6]]
-    assert sum(explored) == (6 if k_growth == "verify" else 2)
+    assert not est._answers_contradict_sets()
+    assert sum(e["fallback"] == "explore" for e in est._log[start:start + 6]) == 2
 
 
 def test_a_batch_explores_as_often_as_sequential_rounds_would():
