@@ -18,7 +18,8 @@ from sklearn.mixture import GaussianMixture
 from ._certain_sets import _seed
 from ._graph import degrees, knn_distances
 
-_EXPLORE_ALL_FROM_K = 4  # explore="auto" under "verify": every round from this many clusters once answers contradict the sets
+# explore="auto" under "verify": every round from this many clusters once answers contradict the sets
+_EXPLORE_ALL_FROM_K = 4
 _EXPLORE_PERIOD = 3  # explore="auto": every third round (K known: once n_clusters sets exist)
 
 
@@ -305,7 +306,8 @@ class QuerySelectionMixin:
                 picks.append(nxt)
                 pen *= 1.0 - self.diversity * np.exp(-((ET - ET[nxt]) ** 2).sum(1) / h2)
         out = []
-        n_far = sum(self._explore_now(len(self._log) + r) for r in range(need))
+        period, first = self._explore_period(), len(self._log)
+        n_far = 0 if period == 0 else sum((first + r) % period == 0 for r in range(need))
         if n_far:
             far = self._farthest_uncertain(U, n_far)
             out += [(f, {"score": None, "G": None, "H": None, "fallback": "explore"}) for f in far]
@@ -316,29 +318,31 @@ class QuerySelectionMixin:
                                     "H": None if not need_H else float(HT[t]), "fallback": fallback}))
         return out
 
-    def _explore_now(self, round_index):
-        """Whether round ``round_index`` (0-based index into the selection log)
-        questions a farthest dense uncertain sample (see ``explore``): "auto"
-        with K known explores every round until there are n_clusters sets, then
-        every third round; with K unknown every third round, but never under
-        k_growth="robust"; under "verify" every round once K (n_clusters, or
-        the counted sets) is at least 4 and a recorded answer contradicts the
-        sets (``_answers_contradict_sets``: noise seen); a float f explores every round whose
-        index is a multiple of round(1/f). A batch of B questions covers B
-        rounds, so it explores as often as B sequential rounds would."""
+    def _explore_period(self):
+        """Every how many rounds a round questions a farthest dense uncertain
+        sample (see ``explore``): a round explores when its 0-based index into
+        the selection log is a multiple of the period; 0 means never.
+
+        "auto" with K known: every round (1) until there are n_clusters sets,
+        then every third round; with K unknown every third round, but never
+        under k_growth="robust"; under "verify" every round once K
+        (n_clusters, or the counted sets) is at least 4 and a recorded answer
+        contradicts the sets (``_answers_contradict_sets``: noise seen). A
+        float f: round(1/f), 0 for f = 0. Depends on the session state only,
+        so a batch of B questions evaluates it once; it covers B rounds and so
+        explores as often as B sequential rounds would."""
         if self.explore == "auto":
             if self.n_clusters is not None and len(self._sets) < int(self.n_clusters):
-                return True
+                return 1
             if self.n_clusters is None and self.k_growth == "robust":
-                return False
-            if self.k_growth == "verify" and self._K >= _EXPLORE_ALL_FROM_K and self._answers_contradict_sets():
-                return True
-            period = _EXPLORE_PERIOD
-        else:
-            if self.explore <= 0:
-                return False
-            period = max(1, int(round(1.0 / self.explore)))
-        return round_index % period == 0
+                return 0
+            if (self.k_growth == "verify" and self._K >= _EXPLORE_ALL_FROM_K
+                    and self._answers_contradict_sets()):
+                return 1
+            return _EXPLORE_PERIOD
+        if self.explore <= 0:
+            return 0
+        return max(1, int(round(1.0 / self.explore)))
 
     def _dense_mask(self):
         """Samples in the denser half of their current cluster (``labels_``):
