@@ -3,7 +3,8 @@
 Reliability settings (``shared/api.md``, Workers): JSON only, late acks with
 re-queue on worker loss (the job record counts attempts), prefetch 1, soft
 and hard time limits below the broker's visibility timeout, and a short
-unacked-restore sweep so a killed worker's task comes back soon.
+unacked-restore sweep whose lock expires soon, so a killed worker's task comes
+back soon even when the worker died holding that lock.
 """
 
 import os
@@ -45,6 +46,7 @@ def make_celery(settings=None):
             "visibility_timeout": s.visibility_timeout,
             "unacked_restore_interval": s.unacked_restore_interval,
             "unacked_restore_throttle": 1,
+            "unacked_mutex_expire": s.unacked_mutex_expire,
         },
         broker_connection_retry_on_startup=True,
         worker_send_task_events=False,

@@ -21,6 +21,10 @@ class Settings:
 
     Time limits are in seconds. ``visibility_timeout`` must exceed
     ``hard_time_limit``, otherwise Redis redelivers long tasks while they run.
+    ``unacked_mutex_expire`` bounds how long the lock of kombu's unacked-restore
+    sweep outlives a worker killed while sweeping (kombu's default, 300 s,
+    would hold back every redelivery that long); a sweep restores at most ten
+    messages, milliseconds of work.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -28,6 +32,7 @@ class Settings:
     hard_time_limit: int = 3600
     visibility_timeout: int = 7200
     unacked_restore_interval: int = 5
+    unacked_mutex_expire: int = 30
     max_attempts: int = 3
     job_ttl: int = 7 * 24 * 3600
     dataset_ttl: int = 30 * 24 * 3600
@@ -45,6 +50,7 @@ class Settings:
             hard_time_limit=_env_int("SHOAL_HARD_TIME_LIMIT", cls.hard_time_limit),
             visibility_timeout=_env_int("SHOAL_VISIBILITY_TIMEOUT", cls.visibility_timeout),
             unacked_restore_interval=_env_int("SHOAL_UNACKED_RESTORE_INTERVAL", cls.unacked_restore_interval),
+            unacked_mutex_expire=_env_int("SHOAL_UNACKED_MUTEX_EXPIRE", cls.unacked_mutex_expire),
             max_attempts=_env_int("SHOAL_MAX_ATTEMPTS", cls.max_attempts),
             job_ttl=_env_int("SHOAL_JOB_TTL", cls.job_ttl),
             dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
@@ -58,4 +64,6 @@ class Settings:
                 "need SHOAL_SOFT_TIME_LIMIT < SHOAL_HARD_TIME_LIMIT < SHOAL_VISIBILITY_TIMEOUT, got "
                 f"{s.soft_time_limit}, {s.hard_time_limit}, {s.visibility_timeout}"
             )
+        if s.unacked_mutex_expire < 1:
+            raise ValueError(f"need SHOAL_UNACKED_MUTEX_EXPIRE >= 1, got {s.unacked_mutex_expire}")
         return s

@@ -1,0 +1,24 @@
+"""Settings read from the environment: defaults, overrides and refusals."""
+
+import pytest
+
+from workers.celery_app import make_celery
+from workers.config import Settings
+
+
+def test_restore_lock_expiry_reaches_the_broker_options(monkeypatch):
+    monkeypatch.setenv("SHOAL_UNACKED_MUTEX_EXPIRE", "7")
+    app = make_celery(Settings.from_env())
+    assert app.conf.broker_transport_options["unacked_mutex_expire"] == 7
+    assert Settings().unacked_mutex_expire < 300  # kombu's default held redelivery back five minutes
+
+
+@pytest.mark.parametrize("env, field", [
+    ({"SHOAL_UNACKED_MUTEX_EXPIRE": "0"}, "SHOAL_UNACKED_MUTEX_EXPIRE"),
+    ({"SHOAL_HARD_TIME_LIMIT": "8000"}, "SHOAL_HARD_TIME_LIMIT"),
+])
+def test_inconsistent_settings_are_refused_by_name(monkeypatch, env, field):
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    with pytest.raises(ValueError, match=field):
+        Settings.from_env()
