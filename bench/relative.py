@@ -189,7 +189,7 @@ def random_answered_triplets(y, n_triplets, rng, *, wrong=0.0):
 
 def informative_with_answers(y, rng, *, wrong=0.0):
     """RC-12 informative triplets (all answered yes) with a fraction flipped to no."""
-    from clustering._recon import informative_triplets
+    from clustering._relative import informative_triplets
 
     t = informative_triplets(y)
     answers = np.ones(t.shape[0], dtype=np.int8)

@@ -444,7 +444,7 @@ def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=Tru
     """Is there a hierarchy displaying every relative constraint ab|c?
 
     Thin entry point for the HTTP layer; the BUILD test itself lives with
-    ReCon (:func:`clustering._recon.check_relative_feasibility`, Aho et al.'s
+    ReCon (:func:`clustering._relative.check_relative_feasibility`, Aho et al.'s
     OneTree, ``specs/recon.md`` §4.1-4.2).
 
     Parameters
@@ -467,6 +467,6 @@ def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=Tru
     InvalidInputError
         Malformed triplets or answers.
     """
-    from ._recon import check_relative_feasibility as _check
+    from ._relative import check_relative_feasibility as _check
 
     return _check(triplets, n_samples, answers, minimal=minimal)

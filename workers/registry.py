@@ -195,7 +195,7 @@ def fit_kwargs(method, constraints):
     if "triplets" in spec.inputs:
         relative = [list(t) for t in c.get("relative") or []]
         if c.get("hierarchy") is not None:
-            from clustering._recon import hierarchy_triplets
+            from clustering._relative import hierarchy_triplets
 
             relative += np.asarray(hierarchy_triplets(c["hierarchy"]), dtype=np.int64).reshape(-1, 3).tolist()
         trip = [t[:3] for t in c.get("triplets") or []] + relative

@@ -9,15 +9,14 @@ from scipy.cluster.hierarchy import is_valid_linkage, linkage
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering._recon import (
-    ReCon,
+from clustering._hierarchy import partition_satisfies, satisfies
+from clustering._recon import ReCon
+from clustering._relative import (
     check_feasibility,
     check_relative_feasibility,
     hierarchy_triplets,
     informative_triplets,
     one_tree,
-    partition_satisfies,
-    satisfies,
 )
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
@@ -463,7 +462,7 @@ def test_maintained_build_tree_matches_full_test(seed):
     # the incremental BUILD tree (fast path) must take exactly the decisions of
     # the paper's full TestCompatibility; check_tree re-runs BUILD after every
     # merge and the full test at every test
-    from clustering._recon import _recon_linkage
+    from clustering._recon_linkage import _recon_linkage
 
     rng = np.random.default_rng(200 + seed)
     n = int(rng.integers(25, 45))
