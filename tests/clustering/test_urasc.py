@@ -591,7 +591,7 @@ def test_old_verify_states_without_discriminant_weight_keep_labelling_as_they_di
 
 
 def test_set_agreement_is_matching_fraction():
-    from clustering._urasc import _set_agreement
+    from clustering._urasc_spectral import _set_agreement
 
     labels = np.array([2, 2, 0, 0, 1, 1, 1])
     assert _set_agreement(labels, [[0, 1], [2, 3], [4, 5]]) == 1.0  # any label permutation
@@ -784,7 +784,7 @@ def test_a_restore_on_a_kept_base_graph_equals_a_rebuilt_one_and_a_foreign_graph
 
 
 def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeypatch):
-    import clustering._urasc as urasc_module
+    import clustering._urasc_spectral as urasc_module
 
     X, y = _blobs(300, 4, seed=9, std=1.0)
     W, _ = self_tuning_knn_graph(X, 10)
@@ -801,7 +801,7 @@ def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeyp
 def test_label_spreading_is_not_taken_over_by_the_larger_set(seed):
     """Two equal blobs, 8 certain samples in one and 1 in the other: without
     class-mass normalisation the 8-member set takes nearly every sample."""
-    import clustering._urasc as urasc_module
+    import clustering._urasc_spectral as urasc_module
 
     X, y = make_blobs(n_samples=[150, 150], centers=[[0, 0], [4, 0]], cluster_std=1.0, random_state=seed)
     W, _ = self_tuning_knn_graph(X, 10)
