@@ -360,7 +360,11 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
         Constrained similarity W^t of the last clustering.
     n_questions_ : int
     diagnostics_ : dict
-        JSON-serialisable counters (rounds, fallbacks, dropped gaps, ...).
+        JSON-serialisable counters (rounds, fallbacks, dropped gaps, ...);
+        ``answers_contradict_sets`` (bool: a recorded answer goes against the
+        certain sets, evidence of wrong answers) and ``discriminant_weight``
+        (float, the w of the last label spreading, 0 for W^t alone; None when
+        the labels came from k-means).
     base_graph_ : dict or None
         The base graph W0 (U1) and the U9 neighbour lists, read-only, with a
         fingerprint of ``X`` and the graph parameters: pass it to
@@ -1014,5 +1018,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
             "seed": int(self._seed_base),
             "n_rejected_answers": len(self._rejected),
             "n_bridge_edges": int(self._n_bridges),
+            "answers_contradict_sets": bool(self._answers_contradict_sets()),
+            "discriminant_weight": getattr(self, "_discriminant_weight_used", None),
             **{k: int(v) for k, v in self._counters.items()},
         }

@@ -235,6 +235,7 @@ class SpectralLearningMixin:
         # OpenMP threads of k-means on a few hundred rows cost more than they
         # save (8x slower on a shared 2-core machine): one thread.
         assign = "propagate" if self.assign == "auto" and self.k_growth == "verify" else self.assign
+        self._discriminant_weight_used = None  # set by _spreading_graph when labels are spread
         spread = assign != "kmeans" and len(self._sets) == K and K >= 2
         if spread and assign == "propagate":
             self.labels_ = _spread_labels(self._spreading_graph(W), self._sets, self.propagation_alpha)
@@ -256,15 +257,18 @@ class SpectralLearningMixin:
         the kNN graph in the discriminant space of the certain sets
         (:func:`clustering._graph.discriminant_knn_graph`) and w the
         ``discriminant_weight``. W^t alone without X (precomputed affinity)
-        or when G cannot be learned yet."""
+        or when G cannot be learned yet. The weight used is published as
+        ``diagnostics_["discriminant_weight"]`` (0 when W^t alone)."""
         w = self.discriminant_weight
         if w == "auto":  # two sets give a one-dimensional discriminant space: no mixing
             w = 0.5 if self.k_growth == "verify" and len(self._sets) >= 3 else 0.0
+        self._discriminant_weight_used = 0.0
         if w == 0 or self._X is None:
             return W
         G = discriminant_knn_graph(self._X, self._sets, self.n_neighbors)
         if G is None:
             return W
+        self._discriminant_weight_used = float(w)
         if not sp.issparse(W):
             G = G.toarray()
         return (1.0 - w) * W + w * G

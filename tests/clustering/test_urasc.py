@@ -533,6 +533,23 @@ def test_verify_without_contradicting_answers_explores_every_third_round():
     assert sum(e["fallback"] == "explore" for e in est._log[start:start + 6]) == 2
 
 
+def test_diagnostics_report_contradicting_answers_and_the_spreading_weight():
+    # Noise-free answers never contradict the certain sets; 15% flipped ones do,
+    # and the diagnostics say so. With three or more sets under "verify" the
+    # labels are spread over (W^t + G) / 2, with the paper's rule by k-means.
+    X, y = _six_blobs()
+    clean = URASC(budget=80, k_growth="verify", representative="founder", random_state=0).fit(
+        X, oracle=_oracle(y, noise=0.0, seed=1))
+    noisy = URASC(budget=80, k_growth="verify", representative="founder", random_state=0).fit(
+        X, oracle=_oracle(y, noise=0.15, seed=1))
+    paper = URASC(budget=40, random_state=0).fit(X, oracle=_oracle(y, noise=0.0, seed=1))
+    assert clean.diagnostics_["answers_contradict_sets"] is False
+    assert noisy.diagnostics_["answers_contradict_sets"] is True
+    assert len(clean.certain_sets_) >= 3 and clean.diagnostics_["discriminant_weight"] == 0.5
+    assert paper.diagnostics_["discriminant_weight"] in (None, 0.0)
+    json.dumps(noisy.diagnostics_)
+
+
 def test_a_batch_explores_as_often_as_sequential_rounds_would():
     # K known, one set: every round of the batch explores, by farthest-first
     # traversal among the dense uncertain samples (distinct, each the farthest
