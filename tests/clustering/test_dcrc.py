@@ -10,8 +10,8 @@ from scipy.special import log_softmax
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering._dcrc import (
-    DCRC,
+from clustering._dcrc import DCRC
+from clustering._dcrc_em import (
     _answer_proba,
     _compat_coefficients,
     _compatibility,
