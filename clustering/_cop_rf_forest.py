@@ -1,0 +1,179 @@
+"""COP-RF's forest: growing one COP-tree and the leaf co-occurrence affinity.
+
+Private to :class:`clustering.COPRF` (``shared/specs/cop_rf.md``): a tree from
+its own seed streams (bag, pseudo samples, feature draws; CR-1, CR-2, §4.2),
+with the root filter's constraint scores, and the forest affinity from leaf
+ids: dense co-occurrence counts, the in-bag affinity, or the top-k neighbours
+without the dense matrix (§4.6). The numeric kernels are in
+:mod:`clustering._cop_rf_kernels`.
+"""
+
+import math
+
+import numpy as np
+from joblib import Parallel, delayed
+
+from . import _cop_rf_kernels as _k
+
+
+def _grow_batch(X, Xt, lo, hi, e0, e1, kind, seeds, s):
+    return [_grow_one(X, Xt, lo, hi, e0, e1, kind, ss, s) for ss in seeds]
+
+
+def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
+    """One COP-tree (§4.2) from its own seed; returns leaf ids and filter output."""
+    sa, sb, sc = seed.spawn(3)
+    ga = np.random.default_rng(sa)
+    gb = np.random.default_rng(sb)
+    gc = np.random.default_rng(sc)
+    N, d = X.shape
+    mtry = s["mtry"]
+    # stream a: bag and pseudo samples (CR-1, CR-2)
+    bag = ga.integers(0, N, N)
+    if s["marginal"]:
+        # Shi & Horvath's Addcl1: every coordinate drawn independently from
+        # that feature's observed values (product of the empirical marginals)
+        pseudo = np.take_along_axis(X, ga.integers(0, N, (N, d)), axis=0)
+    else:
+        pseudo = ga.uniform(lo, hi, size=(N, d))
+    in_bag = np.zeros(N, dtype=bool)
+    in_bag[bag] = True
+    pt = np.flatnonzero(in_bag[e0] & in_bag[e1]).astype(np.int64)
+    Zt = np.empty((d, 2 * N))
+    Zt[:, :N] = Xt[:, bag]
+    Zt[:, N:] = pseudo.T
+    yv = np.zeros(2 * N, dtype=np.int64)
+    yv[:N] = 1
+    # stream b: one row of uniforms per searched node (feature draws)
+    feat_rand = gb.random((4 * N + 2, mtry))
+    p = pt.size
+    scores = None
+    selected = np.ones(p)
+    zero_fraction = None
+    root_active = pt
+    if s["filter"] and p > 0:
+        q = int(math.ceil(s["alpha"] * p))
+        f = s["repeats"]
+        Q = _k.draw_subsets(gc.random((f, q)), p, q)
+        feat_mask = np.zeros((f, d), dtype=bool)
+        if s["share"]:
+            root_feats = _k.draw_features(np.arange(d), feat_rand[0], mtry)
+            feat_mask[:, root_feats] = True
+        else:
+            fk = gc.random((f, d))
+            pick = np.argpartition(fk, mtry - 1, axis=1)[:, :mtry] if mtry < d else np.tile(np.arange(d), (f, 1))
+            np.put_along_axis(feat_mask, pick, True, axis=1)
+        dI = _k.root_filter(Zt, yv, Xt, e0, e1, kind, pt, feat_mask, Q, s["soft"])
+        sums = np.bincount(Q.ravel(), weights=np.repeat(dI, q), minlength=p)
+        r = np.bincount(Q.ravel(), minlength=p)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scores = np.where(r > 0, sums / np.maximum(r, 1), -np.inf)
+        tie = gc.random(p)
+        order = np.lexsort((tie, -scores))
+        sel_local = np.sort(order[:q])
+        selected = np.zeros(p)
+        selected[sel_local] = 1.0
+        root_active = pt[sel_local]
+        zero_fraction = float(np.mean(dI <= _k.GAIN_EPS))
+    feature, threshold, left, right, nsamp, nreal, depth, stype, n_nodes = _k.grow_tree(
+        Zt, yv, Xt, e0, e1, kind, pt, np.ascontiguousarray(root_active), feat_rand, mtry,
+        s["min_samples_split"], s["max_depth"], s["policy"],
+    )
+    feature = feature[:n_nodes]
+    threshold = threshold[:n_nodes]
+    left = left[:n_nodes]
+    right = right[:n_nodes]
+    leaves = _k.apply_tree(X, feature, threshold, left, right)
+    internal = feature >= 0
+    out = {
+        "leaves": leaves,
+        "bag": bag,
+        "root_leaf": bool(feature[0] < 0),
+        "pt": pt,
+        "scores": scores,
+        "selected": selected,
+        "zero_fraction": zero_fraction,
+        "n_internal": int(internal.sum()),
+        "n_leaves": int(n_nodes - internal.sum()),
+        "depth": int(depth[:n_nodes].max()),
+        "n_forced": int(np.sum(stype[:n_nodes][internal] == _k.SPLIT_FORCED)),
+        "n_ml_only": int(np.sum(stype[:n_nodes][internal] == _k.SPLIT_ML_ONLY)),
+    }
+    if s["keep_tree"]:
+        out["tree"] = {
+            "feature": feature,
+            "threshold": threshold,
+            "children_left": left,
+            "children_right": right,
+            "n_node_samples": nsamp[:n_nodes],
+            "n_node_real": nreal[:n_nodes],
+            "split_type": stype[:n_nodes],
+            "constraints": pt,
+            "root_constraints": np.asarray(root_active),
+            "bag": bag,
+        }
+    return out
+
+
+def _count_matrix(leaves, n_jobs, big=0.75):
+    """Dense co-occurrence counts (int32, zero diagonal) of the trees in
+    ``leaves`` (T', n); rows split across threads (§4.6)."""
+    n = leaves.shape[1]
+    C = np.zeros((n, n), dtype=np.int32)
+    n_parts = max(1, min(n_jobs, n // 64))
+    cuts = np.linspace(0, n, n_parts + 1).round().astype(int)
+    if n_parts == 1:
+        offsets = [_k.accumulate_counts(C, leaves, 0, n, big)]
+    else:
+        offsets = Parallel(n_jobs=n_parts, backend="threading")(
+            delayed(_k.accumulate_counts)(C, leaves, cuts[i], cuts[i + 1], big) for i in range(n_parts)
+        )
+    C += np.int32(offsets[0])  # every part sees the same big leaves
+    np.fill_diagonal(C, 0)
+    return C
+
+
+def _in_bag_affinity(leaves, in_bag, n_jobs):
+    """A_ij = (#trees with i, j in the bag and in one leaf) / (#trees with
+    i, j in the bag); 0 when no bag held both; zero diagonal."""
+    T, n = leaves.shape
+    C = np.zeros((n, n), dtype=np.int32)
+    N = np.zeros((n, n), dtype=np.int32)
+    n_parts = max(1, min(n_jobs, n // 64))
+    cuts = np.linspace(0, n, n_parts + 1).round().astype(int)
+    Parallel(n_jobs=n_parts, backend="threading")(
+        delayed(_k.accumulate_in_bag)(leaves, in_bag, cuts[i], cuts[i + 1], C, N) for i in range(n_parts)
+    )
+    A = np.zeros((n, n))
+    np.divide(C, N, out=A, where=N > 0)
+    np.fill_diagonal(A, 0.0)
+    return A
+
+
+def _knn_blockwise(leaves, k, perm, n_jobs, block=256):
+    """Top-k neighbours from leaf ids without the dense matrix (§4.6)."""
+    T, n = leaves.shape
+    order = np.argsort(leaves, axis=1, kind="stable").astype(np.int64)
+    gstart = np.empty((T, n), dtype=np.int64)
+    gend = np.empty((T, n), dtype=np.int64)
+    for t in range(T):
+        sl = leaves[t, order[t]]
+        change = np.empty(n, dtype=bool)
+        change[0] = True
+        change[1:] = sl[1:] != sl[:-1]
+        starts = np.flatnonzero(change)
+        ends = np.append(starts[1:], n)
+        grp = np.cumsum(change) - 1
+        gstart[t, order[t]] = starts[grp]
+        gend[t, order[t]] = ends[grp]
+    blocks = [np.arange(a, min(a + block, n)) for a in range(0, n, block)]
+    if n_jobs > 1 and len(blocks) > 1:
+        parts = Parallel(n_jobs=n_jobs, backend="threading")(
+            delayed(_k.knn_blockwise)(order, gstart, gend, b, k, perm) for b in blocks
+        )
+    else:
+        parts = [_k.knn_blockwise(order, gstart, gend, b, k, perm) for b in blocks]
+    cols = np.concatenate([p[0] for p in parts])
+    cnts = np.concatenate([p[1] for p in parts])
+    sizes = np.concatenate([p[2] for p in parts])
+    return cols, cnts, sizes
