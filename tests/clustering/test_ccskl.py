@@ -11,9 +11,9 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
-from clustering import _ccskl
-from clustering._ccskl import (
-    CCSKL,
+from clustering import _ccskl_qp
+from clustering._ccskl import CCSKL
+from clustering._ccskl_qp import (
     _beta_from_delta,
     _design_rows,
     _laplacian_eigenpairs,
@@ -363,9 +363,9 @@ def test_large_n_solvers_agree_with_dense(monkeypatch):
     X, _ = _blobs(n=300, seed=20, std=1.5)
     W, _ = knn_gaussian_graph(X, 20)
     lam_d, F_d, _, s_d = _laplacian_eigenpairs(W, 12, 0)
-    monkeypatch.setattr(_ccskl, "_DENSE_EIGH_MAX", 50)
+    monkeypatch.setattr(_ccskl_qp, "_DENSE_EIGH_MAX", 50)
     lam_si, F_si, _, s_si = _laplacian_eigenpairs(W, 12, 0)
-    monkeypatch.setattr(_ccskl, "_SHIFT_INVERT_MAX", 100)
+    monkeypatch.setattr(_ccskl_qp, "_SHIFT_INVERT_MAX", 100)
     lam_la, F_la, _, s_la = _laplacian_eigenpairs(W, 12, 0)
     assert (s_d, s_si, s_la) == ("eigh", "eigsh-shift-invert", "eigsh-LA")
     for lam, F in ((lam_si, F_si), (lam_la, F_la)):
@@ -379,8 +379,8 @@ def test_reduced_normal_equations_match_tall_nnls(monkeypatch):
     I, J, t, c = _target_rows(80, P, kind, w, "ordered")
     d_tall, reduced = _solve_delta(F, I, J, t, c)
     assert not reduced
-    monkeypatch.setattr(_ccskl, "_MAX_TALL_ROWS", 10)
-    monkeypatch.setattr(_ccskl, "_CHUNK_ROWS", 17)
+    monkeypatch.setattr(_ccskl_qp, "_MAX_TALL_ROWS", 10)
+    monkeypatch.setattr(_ccskl_qp, "_CHUNK_ROWS", 17)
     d_red, reduced = _solve_delta(F, I, J, t, c)
     assert reduced
     b1, b2 = _beta_from_delta(d_tall), _beta_from_delta(d_red)
@@ -477,14 +477,14 @@ def test_balance_rows_sets_total_constraint_weight_and_keeps_ratios():
     F, P, kind, w = _random_problem(n=50, m=6, seed=30)
     w[:5] = 0.0
     I, J, t, c = _target_rows(50, P, kind, w, "ordered")
-    cb = _ccskl._balance_rows(c, 50, 7.5)
+    cb = _ccskl_qp._balance_rows(c, 50, 7.5)
     assert np.array_equal(cb[:50], c[:50])
     assert np.sum(cb[50:] ** 2) == pytest.approx(7.5 * 50, rel=1e-12)
     ratio = cb[50:][w > 0] / c[50:][w > 0]
     assert np.allclose(ratio, ratio[0], rtol=1e-12)
     assert np.all(cb[50:][w == 0] == 0.0)
     I0, J0, t0, c0 = _target_rows(50, P[:0], kind[:0], w[:0], "ordered")
-    assert np.array_equal(_ccskl._balance_rows(c0, 50, 7.5), c0)
+    assert np.array_equal(_ccskl_qp._balance_rows(c0, 50, 7.5), c0)
 
 
 def test_balanced_fit_solves_the_reweighted_qp_exactly():
@@ -496,7 +496,7 @@ def test_balanced_fit_solves_the_reweighted_qp_exactly():
         est.fit(X, pairs=P, pair_kind=kind, pair_weight=w)
         I, J, t, c = _target_rows(160, P, kind, w, "ordered")
         if weighting == "balanced":
-            c = _ccskl._balance_rows(c, 160, 4.0)
+            c = _ccskl_qp._balance_rows(c, 160, 4.0)
         A, b, _ = _qp_terms(est.eigenvectors_, I, J, t, c)
         z, _ = _qp_bruteforce(A, b)
         assert np.allclose(est.beta_, z, rtol=1e-7, atol=1e-7 * np.abs(z).max())
