@@ -8,7 +8,8 @@ the root split less. The forest affinity feeds a kNN graph and
 Ng-Jordan-Weiss spectral clustering.
 
 Implementation spec: ``shared/specs/cop_rf.md`` (equations CR-1..CR-17,
-algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf_kernels`.
+algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf_kernels`,
+the tree growing and the forest affinity in :mod:`clustering._cop_rf_forest`.
 """
 
 import math

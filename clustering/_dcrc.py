@@ -7,6 +7,7 @@ channel of rate ``epsilon``, plus a cluster-separation (conditional entropy)
 and an optional cluster-balance (marginal entropy) term.
 
 Implementation spec: ``shared/specs/dcrc.md`` (equation tags DC-1 ... DC-18).
+The E-step, the lower bound and its gradient live in :mod:`clustering._dcrc_em`.
 """
 
 import numbers
