@@ -21,7 +21,14 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
-from ._ccskl_qp import _balance_rows, _beta_from_delta, _laplacian_eigenpairs, _objective, _solve_delta, _target_rows
+from ._ccskl_qp import (
+    _balance_rows,
+    _beta_from_delta,
+    _laplacian_eigenpairs,
+    _objective,
+    _solve_delta,
+    _target_rows,
+)
 from ._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
 from ._graph import (
     add_gaussian_edges,

@@ -88,8 +88,16 @@ def satisfies(linkage, triplets):
 def partition_satisfies(labels, triplets):
     """Which relative constraints a flat partition satisfies (RC-3).
 
-    ab|c holds unless c shares a cluster with exactly one of a, b, or with
-    both while ... (formally: g(c) in {g(a), g(b)} implies g(a) = g(b) = g(c)).
+    ab|c holds unless c shares a cluster with a or b while a and b are not
+    all in one cluster (formally: g(c) in {g(a), g(b)} implies
+    g(a) = g(b) = g(c)).
+
+    Parameters
+    ----------
+    labels : array-like of shape (n,)
+        Cluster label g(i) of every item (any comparable values).
+    triplets : array-like of shape (m, 3)
+        Rows ``(a, b, c)`` meaning ab|c, indices in ``[0, n)`` (not checked).
 
     Returns
     -------

@@ -302,6 +302,11 @@ def one_tree(triplets, n_samples):
         None when the set is inconsistent.
     certificate : ndarray of int64 or None
         Row indices of a minimal inconsistent subset when ``tree`` is None.
+
+    Raises
+    ------
+    InvalidInputError
+        Malformed triplets (see :func:`clustering.validation.check_triplets`).
     """
     t, _ = check_triplets(triplets, n_samples)
     ok, res = _build(t, n_samples)

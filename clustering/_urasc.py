@@ -1019,6 +1019,6 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
             "n_rejected_answers": len(self._rejected),
             "n_bridge_edges": int(self._n_bridges),
             "answers_contradict_sets": bool(self._answers_contradict_sets()),
-            "discriminant_weight": getattr(self, "_discriminant_weight_used", None),
+            "discriminant_weight": self._discriminant_weight_used,
             **{k: int(v) for k, v in self._counters.items()},
         }

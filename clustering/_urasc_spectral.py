@@ -235,15 +235,14 @@ class SpectralLearningMixin:
         # OpenMP threads of k-means on a few hundred rows cost more than they
         # save (8x slower on a shared 2-core machine): one thread.
         assign = "propagate" if self.assign == "auto" and self.k_growth == "verify" else self.assign
-        self._discriminant_weight_used = None  # set by _spreading_graph when labels are spread
         spread = assign != "kmeans" and len(self._sets) == K and K >= 2
-        if spread and assign == "propagate":
-            self.labels_ = _spread_labels(self._spreading_graph(W), self._sets, self.propagation_alpha)
-        else:
+        self._discriminant_weight_used = None  # labels from k-means
+        if not (spread and assign == "propagate"):
             with threadpool_limits(limits=1, user_api="openmp"):
                 self.labels_ = kmeans_labels(E, K, n_init=self.n_init, random_state=seed)
-            if spread and _set_agreement(self.labels_, self._sets) < self.agreement:
-                self.labels_ = _spread_labels(self._spreading_graph(W), self._sets, self.propagation_alpha)
+        if spread and (assign == "propagate" or _set_agreement(self.labels_, self._sets) < self.agreement):
+            G, self._discriminant_weight_used = self._spreading_graph(W)
+            self.labels_ = _spread_labels(G, self._sets, self.propagation_alpha)
         self._W = W
         self._pairs_W = (pairs, vals)
         self._stale = False
@@ -257,21 +256,20 @@ class SpectralLearningMixin:
         the kNN graph in the discriminant space of the certain sets
         (:func:`clustering._graph.discriminant_knn_graph`) and w the
         ``discriminant_weight``. W^t alone without X (precomputed affinity)
-        or when G cannot be learned yet. The weight used is published as
-        ``diagnostics_["discriminant_weight"]`` (0 when W^t alone)."""
+        or when G cannot be learned yet. Returns the graph and the weight w
+        used (0.0 for W^t alone), published as
+        ``diagnostics_["discriminant_weight"]``."""
         w = self.discriminant_weight
         if w == "auto":  # two sets give a one-dimensional discriminant space: no mixing
             w = 0.5 if self.k_growth == "verify" and len(self._sets) >= 3 else 0.0
-        self._discriminant_weight_used = 0.0
         if w == 0 or self._X is None:
-            return W
+            return W, 0.0
         G = discriminant_knn_graph(self._X, self._sets, self.n_neighbors)
         if G is None:
-            return W
-        self._discriminant_weight_used = float(w)
+            return W, 0.0
         if not sp.issparse(W):
             G = G.toarray()
-        return (1.0 - w) * W + w * G
+        return (1.0 - w) * W + w * G, float(w)
 
     def _update(self):
         if self._stale or self._clustered_at != self._q:
