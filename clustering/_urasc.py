@@ -394,15 +394,13 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
     "sets" and of "robust" + "founder"). K unknown, ``k_growth="verify",
     representative="founder"``: iris .94/1.00 = 0.94 (0.53, 0.86); wine
     .94/1.00 = 0.94 (0.61, 0.87); ionosphere .81/.95 = 0.86 (0.39, 0.51);
-    wdbc .96/.99 = 0.96 (0.39, 0.62); segment .65/.77 = 0.83 (0.65, 0.51;
-    .61/.78 = 0.79 since noisy runs explore every round, see ``explore``).
-    K known: iris .93/1.00, wine .94/1.00, ionosphere .85/.95 = 0.90, wdbc
-    .96/.99, segment .64/.79 = 0.82 (.70/.79 = 0.89 since noisy runs
-    explore every round). Batch mode (B = 10, K unknown, 20
-    trials, with the fan-out of ``_fan_out``): iris .88/1.00, wine
-    .89/1.00, ionosphere .72/.88 = 0.82, wdbc .86/.98 = 0.88, segment
-    .50/.73 = 0.69 (.55/.73 = 0.75 since noisy runs explore every
-    round). Noise-free cost of "verify" (ARI at
+    wdbc .96/.99 = 0.96 (0.39, 0.62); segment .61/.78 = 0.79 (0.65, 0.51;
+    noisy runs explore every round, see ``explore``). K known: iris
+    .93/1.00, wine .94/1.00, ionosphere .85/.95 = 0.90, wdbc .96/.99,
+    segment .70/.79 = 0.89. Batch mode (B = 10, K unknown, 20 trials,
+    with the fan-out of ``_fan_out``): iris .88/1.00, wine .87/1.00,
+    ionosphere .71/.88 = 0.81, wdbc .86/.98 = 0.88, segment .55/.73 =
+    0.75. Noise-free cost of "verify" (ARI at
     50/100/200, K unknown, default in brackets): iris .98/1.00/1.00
     (.94/1.00/1.00), wine .96/1.00/1.00 (.98/1.00/1.00), ionosphere
     .54/.77/.95 (.59/.71/.92), wdbc .92/.96/.99 (.90/.95/.99), segment
