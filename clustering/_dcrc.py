@@ -35,7 +35,7 @@ from ._dcrc_em import (
     _neg_objective,
     _triplet_conflicts,
     _workspace,
-    log_softmax,
+    _log_softmax,
 )
 from ._params import Interval, Options, validate_params
 from .exceptions import ConstraintWarning, InvalidInputError
@@ -461,7 +461,7 @@ class DCRC(ClusterMixin, BaseEstimator):
 
     @staticmethod
     def _em_start(W, Xa, c_idx):
-        lp = log_softmax(Xa @ W.T, axis=1)
+        lp = _log_softmax(Xa @ W.T, axis=1)
         return {"W": W, "q": np.exp(lp[c_idx]), "lp": lp, "n_iter": 0, "converged": False,
                 "bounds": [], "sweeps": [], "prev_lb": None, "stable": 0, "prev_args": None}
 
@@ -492,7 +492,7 @@ class DCRC(ClusterMixin, BaseEstimator):
                 options={"maxiter": self.max_lbfgs_iter, "gtol": 1e-6},
             )
             W = res.x.reshape(W.shape)
-            lp = log_softmax(Xa @ W.T, axis=1)
+            lp = _log_softmax(Xa @ W.T, axis=1)
             run["W"], run["lp"] = W, lp
             cur = lb(W, q)
             run["bounds"].append(cur)
@@ -538,7 +538,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         """
         X = self._check_fitted_X(X)
         z = self._standardize(X) @ self.coef_.T + self.intercept_
-        p = np.exp(log_softmax(z, axis=1))
+        p = np.exp(_log_softmax(z, axis=1))
         return p / p.sum(axis=1, keepdims=True)
 
     def predict(self, X):
