@@ -8,6 +8,9 @@ is run again, scored against the ground truth:
   and the wrong "yes" answers touching it leave the constraints (a perfect detector of wrong
   members);
 * ``oracle_answers``: the same, and every other wrong answer is dropped too;
+* ``oracle_duplicates``: no member leaves, but every set whose majority class already has an
+  older set is merged into the oldest one (a perfect set check; K follows the sets down);
+* ``oracle_both``: ``oracle_members`` and ``oracle_duplicates`` together;
 * ``detector``: members whose leave-one-out label-spreading score exceeds ``log 9`` (the odds of
   a "yes" with 10% wrong answers) leave their set, founders never, and every "yes" touching them
   leaves the constraints (no ground truth tells right from wrong); the score is how much more a
@@ -21,6 +24,7 @@ measurement, not a feature. Findings: bench/README.md, "Active questions".
     python -m bench.active_prune_bound --datasets segment --methods URASC+N/verify --trials 5
     python -m bench.active_prune_bound --trials 20 --jobs 2 --out bench/results/active_prune_bound_segment20.json
     python -m bench.active_prune_bound --datasets ionosphere --methods URASC+N/verify/B10 --trials 10
+    python -m bench.active_prune_bound --trials 20 --jobs 2 --out bench/results/active_prune_bound_fifteenth.json
 """
 
 import argparse
@@ -84,7 +88,7 @@ def loo_spreading_scores(W, sets, alpha=0.99):
     return members, owner, scores
 
 
-def relabel(est, y, drop, answer_out):
+def relabel(est, y, drop, answer_out, merge=False):
     """ARI of the last re-clustering after editing a copy of the session.
 
     Parameters
@@ -97,6 +101,9 @@ def relabel(est, y, drop, answer_out):
         Members taken out of their sets (a set keeps its founder if it would be empty).
     answer_out : callable
         ``answer_out(i, j, a)`` -> True for a told answer to leave the constraints.
+    merge : bool, default=False
+        Merge every set into the oldest set of the same majority class (``y`` over the members
+        before ``drop``).
 
     Returns
     -------
@@ -105,13 +112,20 @@ def relabel(est, y, drop, answer_out):
     """
     e = copy.deepcopy(est)
     drop = {int(v) for v in drop}
+    majority = [int(np.bincount(y[s]).argmax()) for s in e._sets]
     sets = [[v for v in s if v not in drop] or [s[0]] for s in e._sets]
+    if merge:
+        oldest = {}
+        for l, c in enumerate(majority):
+            oldest.setdefault(c, l)
+        sets = [sum((sets[m] for m in range(len(sets)) if oldest[majority[m]] == l), [])
+                for l in sorted(oldest.values())]
     e._sets = sets
     e._set_of[:] = -1
     for l, s in enumerate(sets):
         e._set_of[s] = l
     e._answers = [(i, j, a) for i, j, a in e._answers if not answer_out(i, j, a)]
-    e._recluster()
+    e._recluster()  # K follows the sets (URASC._grow_k)
     return clustering_scores(y, e.labels_)["ari"]
 
 
@@ -132,6 +146,10 @@ def run_one(X, y, method, noise, trial, budget):
         "ari": clustering_scores(y, est.labels_)["ari"],
         "oracle_members": relabel(est, y, out, lambda i, j, a: a == 1 and (i in out or j in out) and y[i] != y[j]),
         "oracle_answers": relabel(est, y, out, lambda i, j, a: a >= 0 and (a == 1) != (y[i] == y[j])),
+        "oracle_duplicates": relabel(est, y, (), lambda i, j, a: False, merge=True),
+        "oracle_both": relabel(est, y, out, lambda i, j, a: a == 1 and (i in out or j in out) and y[i] != y[j],
+                               merge=True),
+        "n_duplicate_sets": len(sets) - len(set(majority)),
         "detector": relabel(est, y, flagged, lambda i, j, a: a == 1 and (i in flagged or j in flagged)),
         "n_flagged": len(flagged),
         "n_flagged_wrong": len(flagged & out),
@@ -149,7 +167,7 @@ def main():
     ap.add_argument("--out", default="bench/results/active_prune_bound.json")
     args = ap.parse_args()
     rows = []
-    keys = ("ari", "oracle_members", "oracle_answers", "detector")
+    keys = ("ari", "oracle_members", "oracle_answers", "oracle_duplicates", "oracle_both", "detector")
     print(f"{'dataset':<11} {'method':<20} {'noise':>5}  " + " ".join(f"{k:>14}" for k in keys))
     for ds in args.datasets.split(","):
         X, y = load(ds)
