@@ -112,14 +112,12 @@ def relabel(est, y, drop, answer_out, merge=False):
     """
     e = copy.deepcopy(est)
     drop = {int(v) for v in drop}
-    majority = [int(np.bincount(y[s]).argmax()) for s in e._sets]
     sets = [[v for v in s if v not in drop] or [s[0]] for s in e._sets]
-    if merge:
-        oldest = {}
-        for l, c in enumerate(majority):
-            oldest.setdefault(c, l)
-        sets = [sum((sets[m] for m in range(len(sets)) if oldest[majority[m]] == l), [])
-                for l in sorted(oldest.values())]
+    if merge:  # one set per majority class, in the order of each class's oldest set
+        groups = {}
+        for full, kept in zip(e._sets, sets):
+            groups.setdefault(int(np.bincount(y[full]).argmax()), []).extend(kept)
+        sets = list(groups.values())
     e._sets = sets
     e._set_of[:] = -1
     for l, s in enumerate(sets):
@@ -130,7 +128,7 @@ def relabel(est, y, drop, answer_out, merge=False):
 
 
 def run_one(X, y, method, noise, trial, budget):
-    """One replayed session (K unknown) scored as is, with the two oracles and with the detector;
+    """One replayed session (K unknown) scored as is, with each oracle and with the detector;
     a JSON-able dict (see the module docstring)."""
     est = replay(X, y, method, noise, trial, budget)
     sets = [list(s) for s in est._sets]
@@ -141,14 +139,17 @@ def run_one(X, y, method, noise, trial, budget):
     flagged = {int(x) for x, s in zip(members, scores) if s > LOG_ODDS_OF_A_YES and x not in founders}
     out = {int(x) for x in members[wrong]}
     both = 0 < wrong.sum() < wrong.size
+
+    def wrong_yes(i, j, a):  # a wrong "yes" touching a wrongly placed member
+        return a == 1 and (i in out or j in out) and y[i] != y[j]
+
     return {
         "trial": trial, "n_sets": len(sets), "n_members": int(members.size), "n_wrong_members": int(wrong.sum()),
         "ari": clustering_scores(y, est.labels_)["ari"],
-        "oracle_members": relabel(est, y, out, lambda i, j, a: a == 1 and (i in out or j in out) and y[i] != y[j]),
+        "oracle_members": relabel(est, y, out, wrong_yes),
         "oracle_answers": relabel(est, y, out, lambda i, j, a: a >= 0 and (a == 1) != (y[i] == y[j])),
         "oracle_duplicates": relabel(est, y, (), lambda i, j, a: False, merge=True),
-        "oracle_both": relabel(est, y, out, lambda i, j, a: a == 1 and (i in out or j in out) and y[i] != y[j],
-                               merge=True),
+        "oracle_both": relabel(est, y, out, wrong_yes, merge=True),
         "n_duplicate_sets": len(sets) - len(set(majority)),
         "detector": relabel(est, y, flagged, lambda i, j, a: a == 1 and (i in flagged or j in flagged)),
         "n_flagged": len(flagged),
