@@ -290,9 +290,10 @@ class CertainSetsMixin:
         founder's own questions and the check questions merges more, and
         wrongly too (ionosphere, K unknown, 10% wrong answers, 20 trials, ARI
         at 200: B = 10 .713 -> .661, two runs merged both classes;
-        sequential .812 -> .803; bench/README, sixteenth stop). Otherwise one more question, from a later member not yet checked
-        against o to o's founder or, if asked, the unasked member of o most
-        similar to that founder. Once every later member has answered, a
+        sequential .812 -> .803; bench/README, sixteenth stop). Otherwise
+        one more question, from a later member not yet checked against o to
+        o's founder or, if asked, the unasked member of o most similar to
+        that founder. Once every later member has answered, a
         "yes" lead at most 2 short of the founder's margin asks the founder
         again (an unasked member of o, most similar to o's founder): a wrong
         "no" that founded the set is outvoted, while a true new class answers
