@@ -88,7 +88,7 @@ def loo_spreading_scores(W, sets, alpha=0.99):
     return members, owner, scores
 
 
-def relabel(est, y, drop, answer_out, merge=False):
+def relabel(est, y, drop, answer_out, majority=None):
     """ARI of the last re-clustering after editing a copy of the session.
 
     Parameters
@@ -101,9 +101,9 @@ def relabel(est, y, drop, answer_out, merge=False):
         Members taken out of their sets (a set keeps its founder if it would be empty).
     answer_out : callable
         ``answer_out(i, j, a)`` -> True for a told answer to leave the constraints.
-    merge : bool, default=False
-        Merge every set into the oldest set of the same majority class (``y`` over the members
-        before ``drop``).
+    majority : sequence of int or None, default=None
+        Majority class of each set (``y`` over its members before ``drop``); when given, every
+        set is merged into the oldest set of the same majority class.
 
     Returns
     -------
@@ -113,10 +113,10 @@ def relabel(est, y, drop, answer_out, merge=False):
     e = copy.deepcopy(est)
     drop = {int(v) for v in drop}
     sets = [[v for v in s if v not in drop] or [s[0]] for s in e._sets]
-    if merge:  # one set per majority class, in the order of each class's oldest set
+    if majority is not None:  # one set per majority class, in the order of each class's oldest set
         groups = {}
-        for full, kept in zip(e._sets, sets):
-            groups.setdefault(int(np.bincount(y[full]).argmax()), []).extend(kept)
+        for c, kept in zip(majority, sets):
+            groups.setdefault(int(c), []).extend(kept)
         sets = list(groups.values())
     e._sets = sets
     e._set_of[:] = -1
@@ -148,8 +148,8 @@ def run_one(X, y, method, noise, trial, budget):
         "ari": clustering_scores(y, est.labels_)["ari"],
         "oracle_members": relabel(est, y, out, wrong_yes),
         "oracle_answers": relabel(est, y, out, lambda i, j, a: a >= 0 and (a == 1) != (y[i] == y[j])),
-        "oracle_duplicates": relabel(est, y, (), lambda i, j, a: False, merge=True),
-        "oracle_both": relabel(est, y, out, wrong_yes, merge=True),
+        "oracle_duplicates": relabel(est, y, (), lambda i, j, a: False, majority=majority),
+        "oracle_both": relabel(est, y, out, wrong_yes, majority=majority),
         "n_duplicate_sets": len(sets) - len(set(majority)),
         "detector": relabel(est, y, flagged, lambda i, j, a: a == 1 and (i in flagged or j in flagged)),
         "n_flagged": len(flagged),

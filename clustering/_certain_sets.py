@@ -265,39 +265,37 @@ class CertainSetsMixin:
         """Set check of set l against the older sets (verify, K unknown).
 
         A set founded after "no" answers can be a split of an older set when
-        those "no"s were wrong. Only the ``_CHECK_NEAREST`` (2) older sets
-        most similar to l's founder (max w0 over their members) are checked:
-        the set a wrong "no" split off lies next to it, and every check
-        question places no sample (segment, K unknown, 10% wrong answers, 10
-        trials, ARI at 200: every older set .49, the nearest two .56, the
-        nearest one .56 and three .46 in 5 trials). Evidence against each
-        checked older set o: the check
-        answers between a later member of l (not its founder) and a member of
-        o. Settled when their "no"s outnumber their "yes"s by 2 (one "no" was
-        the rule until 2026-11-24: one wrong or misplaced answer then kept a
-        split class apart; ionosphere, K unknown, 10% wrong answers, 5 trials,
-        with the queue order of ``_off_model`` and the anchor of
+        those "no"s were wrong. Only the ``_CHECK_NEAREST`` (2) older sets most
+        similar to l's founder (max w0 over their members) are checked: the set
+        a wrong "no" split off lies next to it, and every check question places
+        no sample (segment, K unknown, 10% wrong answers, 10 trials, ARI at
+        200: every older set .49, the nearest two .56, the nearest one .56 and
+        three .46 in 5 trials). Evidence against each checked older set o: the
+        check answers between a later member of l (not its founder) and a
+        member of o. Settled when their "no"s outnumber their "yes"s by 2 (one
+        "no" was the rule until 2026-11-24: one wrong or misplaced answer then
+        kept a split class apart; ionosphere, K unknown, 10% wrong answers, 5
+        trials, with the queue order of ``_off_model`` and the anchor of
         ``_next_member``: ARI at 200 .72 -> .80, one trial had kept a third
-        set, ARI .24), or by 1 once every later member has answered; merge
-        when "yes"s
-        from >= 2 different samples (later members, or the founder with a
-        "yes" to o) lead the "no"s by more than the founder's "no" margin
+        set, ARI .24), or by 1 once every later member has answered; merge when
+        "yes"s from >= 2 different samples (later members, or the founder with
+        a "yes" to o) lead the "no"s by more than the founder's "no" margin
         against o (so a class is not merged away by two misplaced members).
-        That margin counts every answer between the founder and a member of
-        o, also those of samples asked about the founder as l's
-        representative that refused it and then joined o, so a duplicate's
-        margin grows with each wrong "no" to its founder; counting only the
-        founder's own questions and the check questions merges more, and
-        wrongly too (ionosphere, K unknown, 10% wrong answers, 20 trials, ARI
-        at 200: B = 10 .713 -> .661, two runs merged both classes;
-        sequential .812 -> .803; bench/README, sixteenth stop). Otherwise
-        one more question, from a later member not yet checked against o to
-        o's founder or, if asked, the unasked member of o most similar to
-        that founder. Once every later member has answered, a
-        "yes" lead at most 2 short of the founder's margin asks the founder
-        again (an unasked member of o, most similar to o's founder): a wrong
-        "no" that founded the set is outvoted, while a true new class answers
-        "no" and widens its margin. Without such a lead, nothing more is asked.
+        That margin counts every answer between the founder and a member of o,
+        also those of samples asked about the founder as l's representative
+        that refused it and then joined o, so a duplicate's margin grows with
+        each wrong "no" to its founder; counting only the founder's own
+        questions and the check questions merges more, and wrongly too
+        (ionosphere, K unknown, 10% wrong answers, 20 trials, ARI at 200:
+        B = 10 .713 -> .661, two runs merged both classes; sequential .812 ->
+        .803; bench/README, sixteenth stop). Otherwise one more question, from
+        a later member not yet checked against o to o's founder or, if asked,
+        the unasked member of o most similar to that founder. Once every later
+        member has answered, a "yes" lead at most 2 short of the founder's
+        margin asks the founder again (an unasked member of o, most similar to
+        o's founder): a wrong "no" that founded the set is outvoted, while a
+        true new class answers "no" and widens its margin. Without such a lead,
+        nothing more is asked.
 
         Returns
         -------
