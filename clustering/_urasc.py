@@ -412,7 +412,8 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
     known, .635/.799; 0.83, .664/.799, since noisy runs explore every
     round, see ``explore``) and, K unknown, 0.84 (.647/.774; 0.77,
     .595/.774, before) (bench/README, tenth to twelfth stops); trials
-    20-39 give 0.81 (.632/.782), so 0.82 over 40 (seventeenth stop). ``discriminant_weight`` (2026-11-26) moved segment from
+    20-39 give 0.81 (.632/.782), so 0.82 over 40 (seventeenth stop).
+    ``discriminant_weight`` (2026-11-26) moved segment from
     0.77 / 0.76 / 0.80 (ARI .57/.74, .59/.78, .51/.64) and ionosphere in
     batch mode from 0.83 (.72/.86); on replayed sessions, label spreading
     over W^t (as before) / the discriminant graph G alone / (W^t + G) / 2
