@@ -413,9 +413,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
     round, see ``explore``) and, K unknown, 0.84 (.647/.774; 0.77,
     .595/.774, before) (bench/README, tenth to twelfth stops); trials
     20-39 give 0.81 (.632/.782), so 0.82 over 40 (seventeenth stop).
-    ``discriminant_weight`` (2026-11-26) moved segment from
-    0.77 / 0.76 / 0.80 (ARI .57/.74, .59/.78, .51/.64) and ionosphere in
-    batch mode from 0.83 (.72/.86); on replayed sessions, label spreading
+    ``discriminant_weight`` (2026-11-26) moved segment from 0.77 / 0.76 /
+    0.80 (ARI .57/.74, .59/.78, .51/.64) and ionosphere in batch mode
+    from 0.83 (.72/.86); on replayed sessions, label spreading
     over W^t (as before) / the discriminant graph G alone / (W^t + G) / 2
     gave segment (K unknown, 10 trials) .57/.75, .60/.73, .63/.78 and
     ionosphere (B = 10, 10 trials) .68/.87, .64/.83, .68/.86. A perfect
