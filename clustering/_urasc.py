@@ -13,14 +13,13 @@ records answers, :meth:`URASC.get_state` / :meth:`URASC.from_state` persist a
 session as plain JSON (lists of ints / floats / strings, no pickle).
 :meth:`URASC.fit` runs the whole loop against a callable oracle.
 
-This module holds the estimator, its state and its base graph; the
-certain-sample sets live in ``_certain_sets.py``, the question selection
-(uncertainty-reduction score, exploration) in ``_urasc_selection.py`` and the
-spectral learning with the answers (constrained graph, eigenpairs, labels) in
-``_urasc_spectral.py``, as mixins of :class:`URASC`.
+This module holds the estimator and its state; the certain-sample sets live
+in ``_certain_sets.py``, the question selection (uncertainty-reduction score,
+exploration) in ``_urasc_selection.py``, the spectral learning with the
+answers (constrained graph, eigenpairs, labels) in ``_urasc_spectral.py`` and
+the base graph W0 in ``_urasc_graph.py``, as mixins of :class:`URASC`.
 """
 
-import hashlib
 import math
 import numbers
 import time
@@ -31,15 +30,9 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
 from ._certain_sets import _DK, _NO, _YES, CertainSetsMixin, _seed
-from ._graph import (
-    add_gaussian_edges,
-    component_bridges,
-    gaussian_affinity,
-    knn_distances,
-    n_connected_components,
-    self_tuning_knn_graph,
-)
+from ._graph import n_connected_components
 from ._params import Interval, Options, validate_params
+from ._urasc_graph import BaseGraphMixin, _read_only
 from ._urasc_selection import QuerySelectionMixin, eigenvector_derivative
 from ._urasc_spectral import SpectralLearningMixin
 from .exceptions import InvalidInputError
@@ -48,46 +41,11 @@ from .validation import check_data
 __all__ = ["URASC", "eigenvector_derivative"]
 
 STATE_VERSION = 1
-# [deviation from spec §5: dense up to 5000] above this n the base graph is the
-# symmetric kNN graph (k = n_neighbors), so that one round (eigsh + k-means +
-# selection) stays well under a second; a dense 2000 x 2000 eigsh costs ~2 s.
-_DENSE_GRAPH_LIMIT = 1000
 _ANSWER_WORDS = {
     "must_link": _YES, "yes": _YES, "true": _YES, "same": _YES,
     "cannot_link": _NO, "no": _NO, "false": _NO, "different": _NO,
     "dont_know": _DK, "don't know": _DK, "unknown": _DK, "none": _DK,
 }
-
-
-# --------------------------------------------------------------------------------------
-# Numeric kernels (unchecked)
-# --------------------------------------------------------------------------------------
-
-
-#: Parameters the base graph W0 (and the U9 neighbour lists) depend on.
-_GRAPH_PARAMS = ("affinity", "kernel", "graph", "n_neighbors", "n_neighbors_entropy")
-
-
-def _read_only(base):
-    """Freeze the arrays of a base graph shared between sessions (nothing may write into them)."""
-    for value in base.values():
-        arrays = (value.data, value.indices, value.indptr) if sp.issparse(value) else (value,)
-        for a in arrays:
-            if isinstance(a, np.ndarray):
-                a.flags.writeable = False
-    return base
-
-
-def _bridge_components(X, W, sigma):
-    """§7.5: join the components of a kNN graph by nearest-pair edges.
-
-    The edges of :func:`clustering._graph.component_bridges` (the largest
-    component skipped in each pass) with the Gaussian weight of their length,
-    floored at 1e-12 so an edge survives underflow. Returns (W, number of
-    edges added).
-    """
-    edges, _ = component_bridges(X, W, skip_largest=True)
-    return add_gaussian_edges(W, edges, sigma, 1e-12), len(edges)
 
 
 def _as_answer(value, pos):
@@ -110,7 +68,8 @@ def _as_answer(value, pos):
 # --------------------------------------------------------------------------------------
 
 
-class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, ClusterMixin, BaseEstimator):
+class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGraphMixin, ClusterMixin,
+            BaseEstimator):
     """Uncertainty-Reducing Active Spectral Clustering (ask/tell and batch).
 
     Parameters
@@ -203,7 +162,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
         once there are three or more certain sets, 0 otherwise (the paper's
         rule labels by k-means; two sets give a one-dimensional discriminant
         space, and with it ionosphere's noisy ARI at 200 fell .81 -> .75).
-        Evidence: see Notes, "Noisy oracles".
+        Evidence: bench/README, "URASC's defaults: the evidence".
     explore : "auto" or float in [0, 1], default="auto"
         Exploration rounds (extension, not in the paper): a round that
         explores questions the uncertain sample farthest (in X; in the
@@ -216,49 +175,21 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
         ``n_clusters`` certain sets, then every third round (farthest-first
         discovery as in Explore-Consolidate, and members spread over each
         class for the label spreading of ``assign``); with K unknown, every
-        third round, except under "robust" (there it cost robustness: ARI at
-        200 with 10% wrong answers over noise-free, 5 trials, ionosphere
-        0.83 -> 0.75, wdbc 0.80 -> 0.73); under "verify" it helps (see
-        Notes, "Noisy oracles"), and once K >= 4 (``n_clusters``, or the
+        third round, except under "robust" (never: it cost robustness there);
+        under "verify", also every round once K >= 4 (``n_clusters``, or the
         counted sets) and a recorded answer contradicts the sets (a "yes"
-        across two sets or a "no" inside one, which a noise-free oracle
-        never gives) every round explores: an uncertain sample is one the
-        clustering cannot place, so its first question is often about the
-        wrong set, a chance of a wrong "yes"; a farthest dense sample's
-        first question is mostly about its own set, and with many classes
-        the sets' members spread over each class. Segment, 10% wrong
-        answers, 20 trials, ARI at 200, noisy / noise-free: K unknown,
-        sequential .595 / .774 -> .647 / .774, B = 10 .500 / .728 -> .548
-        / .728 (without the contradiction condition the noise-free runs
-        paid: .644 / .747 and .547 / .723); K known .629 / .799 -> .664 /
-        .799 (without it .662 / .749). Every round from the start gave
-        .655 / .750 sequentially, but ionosphere (2 classes) .81 / .94 ->
-        .69 / .79, hence the 4 clusters; ionosphere and wdbc never count 4
-        sets (unchanged), iris and wine only after wrong "no"s (bench/README,
-        eleventh and twelfth stops). Evidence, ARI at 50/100/200 questions,
-        without -> with:
-        K unknown (5 trials; segment 3) wine .53/1.00/1.00 -> 1.00/1.00/1.00,
-        ionosphere .25/.72/.92 -> .65/.75/.93, iris .90/1.00/1.00 ->
-        .90/1.00/1.00, wdbc .87/.96/.99 -> .85/.95/.99, segment .35/.53/.54
-        -> .37/.55/.70; K known (5 trials, bench/results/active_known*.json)
-        segment .31/.31/- -> .46/.57/.67 (only 5 of 7 sets by 100 questions
-        without it; farthest-first without the density rule founded
-        singleton outlier sets, .21/.40 in 2 trials; a global density rule
-        reached .59/.64 but never explored a small class), ionosphere
-        .19/.68 -> .53/.75/.91, iris .90/1.00 -> .95/1.00/1.00, wine and
-        wdbc unchanged (1.00/1.00, .85/.95/.99). A batch of B questions
-        explores as often as B sequential rounds (farthest-first traversal
-        within the batch); batch mode B = 10, K unknown, 5 trials, ARI at
-        50/100/200, one explored sample per batch -> this: iris .69/.96/1.00
-        -> .79/.99/1.00, ionosphere .14/.71/.91 -> .61/.70/.89, segment
-        .36/.35/.61 -> .32/.41/.61, wine and wdbc within .03. In batch mode
-        the samples still being placed count as explored (farthest-first
-        starts from them too), and under ``k_growth="sets"`` a waiting
-        sample's next question re-ranks its sets by similarity, so a set
-        founded since its queue was built comes first when it is the most
-        similar (sequentially both are no-ops). Evidence, segment, B = 10, K
-        unknown, 10 trials, ARI at 50/100/150/200: .32/.43/.50/.62 ->
-        .35/.49/.62/.61; the other four datasets within .04 (5 trials).
+        across two sets or a "no" inside one, which a noise-free oracle never
+        gives): the farthest dense sample's first question is mostly about
+        its own set, where an uncertain sample's is often about a wrong one,
+        a chance of a wrong "yes". A batch of B questions explores as often
+        as B sequential rounds (farthest-first traversal within the batch;
+        the samples still being placed count as explored), and under
+        ``k_growth="sets"`` a waiting sample's next question re-ranks its
+        sets by similarity, so a set founded since its queue was built comes
+        first when it is the most similar (sequentially both are no-ops).
+        Evidence, K known, segment, ARI at 50/100 questions (5 trials):
+        .31/.31 without exploration, .46/.57 with it; the other measurements
+        are in bench/README, "URASC's defaults: the evidence".
     affinity : {"rbf", "precomputed"}, default="rbf"
         "precomputed": ``X`` is the (n, n) base similarity W0 itself
         (symmetric, entries in [0, 1]).
@@ -329,7 +260,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
         batch per question. [deviation
         from U14, U15 and §7.10 / §8.2 invariant 9: a recorded answer can
         disagree with the sets (it was outvoted), and sets can merge.]
-        Evidence: see Notes, "Noisy oracles".
+        Evidence: bench/README, "URASC's defaults: the evidence".
     seed_sample : int or None, default=None
         First certain sample; None = drawn from ``random_state``.
     random_state : int, RandomState or None, default=None
@@ -388,63 +319,18 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
     so a question batch stays below 0.5 s; "don't know" answers, batch
     selection and the random strategy are extensions.
 
-    Noisy oracles (issue #4; bench/results/active_verify.json and
-    active.json, 5 trials, 10% of answers flipped; ARI at 200 questions,
-    noisy / noise-free, and the ratio; in brackets the ratios of the default
-    "sets" and of "robust" + "founder"). K unknown, ``k_growth="verify",
-    representative="founder"``: iris .94/1.00 = 0.94 (0.53, 0.86); wine
-    .94/1.00 = 0.94 (0.61, 0.87); ionosphere .81/.95 = 0.86 (0.39, 0.51);
-    wdbc .96/.99 = 0.96 (0.39, 0.62); segment .61/.78 = 0.79 (0.65, 0.51;
-    noisy runs explore every round, see ``explore``). K known: iris
-    .93/1.00, wine .94/1.00, ionosphere .85/.95 = 0.90, wdbc .96/.99,
-    segment .70/.79 = 0.89. Batch mode (B = 10, K unknown, 20 trials,
-    with the fan-out of ``_fan_out``): iris .88/1.00, wine .87/1.00,
-    ionosphere .71/.88 = 0.81, wdbc .86/.98 = 0.88, segment .55/.73 =
-    0.75. Noise-free cost of "verify" (ARI at
-    50/100/200, K unknown, default in brackets): iris .98/1.00/1.00
-    (.94/1.00/1.00), wine .96/1.00/1.00 (.98/1.00/1.00), ionosphere
-    .54/.77/.95 (.59/.71/.92), wdbc .92/.96/.99 (.90/.95/.99), segment
-    .29/.65/.77 (.55/.63/.77): segment at 50 questions would fall below
-    COBRAS (.47), so the paper's "sets" stays the default. Remaining
-    failures (target 0.85): segment sequentially by .01-.02 over 20
-    trials and in batches, ionosphere in batches. Five trials
-    leave about ±.05 on a ratio; over 20 trials segment keeps 0.79 (K
-    known, .635/.799; 0.83, .664/.799, since noisy runs explore every
-    round, see ``explore``) and, K unknown, 0.84 (.647/.774; 0.77,
-    .595/.774, before) (bench/README, tenth to twelfth stops); trials
-    20-39 give 0.81 (.632/.782), so 0.82 over 40 (seventeenth stop).
-    ``discriminant_weight`` (2026-11-26) moved segment from 0.77 / 0.76 /
-    0.80 (ARI .57/.74, .59/.78, .51/.64) and ionosphere in batch mode
-    from 0.83 (.72/.86); on replayed sessions, label spreading
-    over W^t (as before) / the discriminant graph G alone / (W^t + G) / 2
-    gave segment (K unknown, 10 trials) .57/.75, .60/.73, .63/.78 and
-    ionosphere (B = 10, 10 trials) .68/.87, .64/.83, .68/.86. A perfect
-    majority-of-3 scheme (each question asked three times, 2.8% residual
-    error) would have about 67 effective questions out of 200, and the
-    noise-free ARI at 100 questions is below 0.85 x the noise-free ARI at
-    200 on segment (.65 < .66).
-
-    What moved the ratio on 2026-11-24 (K unknown / K known / B = 10,
-    before -> after): questions go first to the set of x's current
-    cluster, repeated questions to the member most like the set's founder,
-    set checks settle on two "no"s and look at the two older sets nearest
-    the founder, a given n_clusters caps the sets, and "auto" labels by
-    spreading: ionosphere 0.76 / 0.83 / 0.64 -> 0.86 / 0.90 / 0.83, wdbc
-    0.88 / 0.96 / 0.95 -> 0.96 / 0.97 / 0.89, wine 0.91 / 0.94 / 0.84 ->
-    0.95 / 0.92 / 0.91, iris 0.90 / 0.90 / 0.86 -> 0.92 / 0.94 / 0.91,
-    segment 0.66 / 0.70 / 0.76 -> 0.77 / 0.76 / 0.80. Tried and dropped: a
-    "yes" after any "no" asks a second member (ionosphere .80 -> .72
-    noisy), within-set must-links only on answered pairs instead of the
-    whole set (noise-free .95 -> .86), set checks skipped once the founder
-    leads by 3 "no"s (wdbc .96 -> .88), a "yes" surprising the clustering
-    asks one more member (ionosphere .69 -> .67), and a Bayesian placement
-    rule (posterior over the sets and "new set" from the label-spreading
-    scores and an answer error of 0.1, placement at posterior 0.8-0.9:
-    segment, 3 trials, .43/.46/.43 against .49/.54/.58; it placed half as
-    many samples). With all wrong answers removed and the misplaced
-    samples taken out of the sets after the fact, ionosphere would have
-    reached .77 and segment .56 before this round (3-5 trials): the loss
-    was mostly the samples never placed, not the misplaced ones.
+    Noisy oracles (issue #4): with 10% wrong answers ``k_growth="verify",
+    representative="founder"`` keeps 0.94 (iris, wine), 0.85 (ionosphere)
+    and 0.96 (wdbc) of the noise-free ARI at 200 questions with K unknown
+    (the default "sets": 0.39-0.65). It falls short of 0.85 on segment
+    (0.82 sequentially over 40 trials, 0.74 in batches of 10) and on
+    ionosphere in batches (0.81). An answer that is wrong 10% of the time
+    carries at most 0.53 of a bit, so 200 of them are worth at most about
+    106 noise-free answers; a session that lost exactly that would keep
+    0.85 on segment (a guide, not a proof). Its noise-free cost is at 50 questions on
+    segment (.29 against .55), so "sets" stays the default. The numbers,
+    the rules tried and dropped, and the history of each rule: bench/README,
+    "Current active results" and "URASC's defaults: the evidence".
 
     References
     ----------
@@ -795,12 +681,6 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
 
     # ------------------------------------------------------------------ initialisation
 
-    def _graph_fingerprint(self, Xc):
-        """Hash of the data and of the parameters the base graph depends on."""
-        h = hashlib.sha256(np.ascontiguousarray(Xc, dtype=np.float64).tobytes())
-        h.update(repr((Xc.shape, [getattr(self, p) for p in _GRAPH_PARAMS])).encode())
-        return h.hexdigest()
-
     def _initialize(self, X, seed_base=None, first=None, base_graph=None):
         validate_params(self, self._PARAMS)
         self._n_bridges = 0
@@ -873,72 +753,6 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, Cluste
         self._eig_v0 = None
         self.step_scale_ = np.full(n, np.nan)
         self.gradient_ = np.full(n, np.nan)
-
-    def _check_affinity(self, A):
-        if sp.issparse(A):
-            W = sp.csr_matrix(A, dtype=np.float64)
-            vals = W.data
-        else:
-            W = check_data(A, name="X", min_samples=3)
-            vals = W.ravel()
-        if W.shape[0] != W.shape[1]:
-            raise InvalidInputError(f"precomputed affinity must be square, got {W.shape}", field="X")
-        if vals.size and (not np.all(np.isfinite(vals)) or vals.min() < 0 or vals.max() > 1):
-            raise InvalidInputError("precomputed affinity entries must be finite and in [0, 1]", field="X")
-        diff = abs(W - W.T)
-        dmax = diff.max() if diff.size else 0.0
-        scale = vals.max() if vals.size else 1.0
-        if dmax > 1e-10 * max(scale, 1e-300):
-            raise InvalidInputError("precomputed affinity must be symmetric", field="X")
-        if sp.issparse(W):
-            W = W.tolil()
-            W.setdiag(0.0)
-            W = W.tocsr()
-            W.eliminate_zeros()
-        else:
-            W = W.copy()
-            np.fill_diagonal(W, 0.0)
-        return W
-
-    def _build_graph(self, Xc):
-        """The base similarity graph W0 of U1 (sets ``_sigma`` and ``_n_bridges``)."""
-        mode = self.graph
-        if mode == "auto":
-            mode = "dense" if Xc.shape[0] <= _DENSE_GRAPH_LIMIT else "knn"
-        if self.kernel == "local":
-            W0, self._sigma = self_tuning_knn_graph(Xc, self.n_neighbors)
-            W0, self._n_bridges = _bridge_components(Xc, W0, self._sigma)
-            return W0.toarray() if mode == "dense" else W0
-        W0, self._sigma = gaussian_affinity(Xc, n_neighbors=self.n_neighbors, mode=mode)
-        if sp.issparse(W0):
-            W0, self._n_bridges = _bridge_components(Xc, W0, self._sigma)
-        return W0
-
-    def _knn_setup(self):
-        """kNN(i) under W0 for U9 (computed once) and their base weights."""
-        n, k = self._n, int(min(self.n_neighbors_entropy, self._n - 1))
-        if not self._sparse:
-            W = self._W0.copy()
-            np.fill_diagonal(W, -np.inf)
-            ind = np.argpartition(-W, k - 1, axis=1)[:, :k]
-            self._nbr = ind.astype(np.int64)
-            self._nbr_w = np.take_along_axis(self._W0, self._nbr, axis=1)
-        elif self._X is not None:
-            dist, ind = knn_distances(self._X, k)
-            self._nbr = ind
-            self._nbr_w = np.exp(-(dist**2) / (2.0 * self._sigma**2))
-        else:
-            W = self._W0
-            nbr = np.zeros((n, k), dtype=np.int64)
-            w = np.zeros((n, k))
-            for i in range(n):
-                s, e = W.indptr[i], W.indptr[i + 1]
-                cols, vals = W.indices[s:e], W.data[s:e]
-                top = np.argsort(-vals, kind="stable")[:k]
-                nbr[i, :top.size] = cols[top]
-                w[i, :top.size] = vals[top]
-                nbr[i, top.size:] = i if top.size == 0 else cols[top[0]]
-            self._nbr, self._nbr_w = nbr, w
 
     # ------------------------------------------------------------------ bookkeeping
 
