@@ -19,7 +19,7 @@ is run again, scored against the ground truth:
   above right ones by that score.
 
 It edits ``URASC``'s private session state (``_sets``, ``_set_of``, ``_answers``) on a copy: a
-measurement, not a feature. Findings: bench/README.md, "Active questions".
+measurement, not a feature. Findings: bench/active_history.md, fifth and fifteenth stops.
 
     python -m bench.active_prune_bound --datasets segment --methods URASC+N/verify --trials 5
     python -m bench.active_prune_bound --trials 20 --jobs 2 --out bench/results/active_prune_bound_segment20.json

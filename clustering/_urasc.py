@@ -162,7 +162,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
         once there are three or more certain sets, 0 otherwise (the paper's
         rule labels by k-means; two sets give a one-dimensional discriminant
         space, and with it ionosphere's noisy ARI at 200 fell .81 -> .75).
-        Evidence: bench/README, "URASC's defaults: the evidence".
+        Evidence: bench/active_history.md.
     explore : "auto" or float in [0, 1], default="auto"
         Exploration rounds (extension, not in the paper): a round that
         explores questions the uncertain sample farthest (in X; in the
@@ -189,7 +189,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
         first when it is the most similar (sequentially both are no-ops).
         Evidence, K known, segment, ARI at 50/100 questions (5 trials):
         .31/.31 without exploration, .46/.57 with it; the other measurements
-        are in bench/README, "URASC's defaults: the evidence".
+        are in bench/active_history.md, "URASC's defaults: the evidence".
     affinity : {"rbf", "precomputed"}, default="rbf"
         "precomputed": ``X`` is the (n, n) base similarity W0 itself
         (symmetric, entries in [0, 1]).
@@ -260,7 +260,7 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
         batch per question. [deviation
         from U14, U15 and §7.10 / §8.2 invariant 9: a recorded answer can
         disagree with the sets (it was outvoted), and sets can merge.]
-        Evidence: bench/README, "URASC's defaults: the evidence".
+        Evidence: bench/active_history.md.
     seed_sample : int or None, default=None
         First certain sample; None = drawn from ``random_state``.
     random_state : int, RandomState or None, default=None
@@ -327,10 +327,10 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
     ionosphere in batches (0.81). An answer that is wrong 10% of the time
     carries at most 0.53 of a bit, so 200 of them are worth at most about
     106 noise-free answers; a session that lost exactly that would keep
-    0.85 on segment (a guide, not a proof). Its noise-free cost is at 50 questions on
-    segment (.29 against .55), so "sets" stays the default. The numbers,
-    the rules tried and dropped, and the history of each rule: bench/README,
-    "Current active results" and "URASC's defaults: the evidence".
+    0.85 on segment (a guide, not a proof). Its noise-free cost is at 50
+    questions on segment (.29 against .55), so "sets" stays the default.
+    The numbers: bench/README.md, "Active questions"; every rule tried,
+    kept or dropped, with its measurements: bench/active_history.md.
 
     References
     ----------
