@@ -212,8 +212,8 @@ class CertainSetsMixin:
         Segment, K unknown, B = 10, 20 trials, ARI at 200 (noise-free / 10%
         wrong answers): .679 / .492 before, .728 / .500 with it; with 1
         refusal and 3 questions .708 / .508, 2 refusals and 1 question .696 /
-        .489 (bench/active_history.md, tenth stop). Iris, wine, ionosphere and wdbc (20
-        trials) move by at most .02.
+        .489 (bench/active_history.md, tenth stop). Iris, wine, ionosphere
+        and wdbc (20 trials) move by at most .02.
 
         Returns
         -------
@@ -288,14 +288,14 @@ class CertainSetsMixin:
         questions and the check questions merges more, and wrongly too
         (ionosphere, K unknown, 10% wrong answers, 20 trials, ARI at 200:
         B = 10 .713 -> .661, two runs merged both classes; sequential .812 ->
-        .803; bench/active_history.md, sixteenth stop). Otherwise one more question, from
-        a later member not yet checked against o to o's founder or, if asked,
-        the unasked member of o most similar to that founder. Once every later
-        member has answered, a "yes" lead at most 2 short of the founder's
-        margin asks the founder again (an unasked member of o, most similar to
-        o's founder): a wrong "no" that founded the set is outvoted, while a
-        true new class answers "no" and widens its margin. Without such a lead,
-        nothing more is asked.
+        .803; bench/active_history.md, sixteenth stop). Otherwise one more
+        question, from a later member not yet checked against o to o's founder
+        or, if asked, the unasked member of o most similar to that founder.
+        Once every later member has answered, a "yes" lead at most 2 short of
+        the founder's margin asks the founder again (an unasked member of o,
+        most similar to o's founder): a wrong "no" that founded the set is
+        outvoted, while a true new class answers "no" and widens its margin.
+        Without such a lead, nothing more is asked.
 
         Returns
         -------

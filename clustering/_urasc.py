@@ -320,9 +320,10 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
     selection and the random strategy are extensions.
 
     Noisy oracles (issue #4): with 10% wrong answers ``k_growth="verify",
-    representative="founder"`` keeps 0.94 (iris, wine), 0.85 (ionosphere)
-    and 0.96 (wdbc) of the noise-free ARI at 200 questions with K unknown
-    (the default "sets": 0.39-0.65). It falls short of 0.85 on segment
+    representative="founder"`` keeps 0.90 (iris), 0.94 (wine), 0.96 (wdbc)
+    and 0.85 (ionosphere) of the noise-free ARI at 200 questions with K
+    unknown (20 trials; the default "sets": 0.39-0.65 over 5). It falls
+    short of 0.85 on segment
     (0.82 sequentially over 40 trials, 0.74 in batches of 10) and on
     ionosphere in batches (0.81). An answer that is wrong 10% of the time
     carries at most 0.53 of a bit, so 200 of them are worth at most about
