@@ -5,9 +5,11 @@ local kernel, dense or kNN storage, components bridged), checking a
 precomputed affinity, the U9 neighbour lists, and the fingerprint that lets a
 restored session reuse a shared, read-only base graph instead of rebuilding
 it. A mixin of :class:`clustering.URASC`, which holds the parameters it reads
-(``kernel``, ``graph``, ``n_neighbors``, ``n_neighbors_entropy``) and the
-state it writes (``_sigma``, ``_n_bridges``, ``_nbr``, ``_nbr_w``); Xiong,
-Johnson & Corso, TPAMI 2017.
+(``kernel``, ``graph``, ``n_neighbors``, ``n_neighbors_entropy``, and
+``affinity`` for the fingerprint), the state it reads (``_n``, ``_X``,
+``_W0``, ``_sparse``, set by ``URASC._initialize``) and the state it writes
+(``_sigma``, ``_n_bridges``, ``_nbr``, ``_nbr_w``); Xiong, Johnson & Corso,
+TPAMI 2017.
 """
 
 import hashlib
