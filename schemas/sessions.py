@@ -184,7 +184,7 @@ class SessionListArgsSchema(PageArgsSchema):
 
     state = fields.String(load_default=None, validate=validate.OneOf(SESSION_STATES))
     dataset_id = fields.String(load_default=None, validate=validate.Length(min=1, max=100),
-                               metadata={"description": "only the sessions on this dataset (none once it is deleted)"})
+                               metadata={"description": "only the sessions on this dataset (also after the dataset was deleted, while they exist)"})
 
 
 class SessionListSchema(Schema):

@@ -297,8 +297,23 @@ class Store:
         """
         key = f"{PREFIX}dataset:{did}:users"
         pipe.sadd(key, f"{kind}:{rid}")
-        if self.settings.dataset_ttl:
-            pipe.expire(key, self.settings.dataset_ttl)
+        ttl = self._users_ttl(self.settings.dataset_ttl or None)
+        if ttl:
+            pipe.expire(key, ttl)
+
+    def _users_ttl(self, remaining):
+        """Seconds a dataset's user set is kept, or None for no expiry.
+
+        ``remaining`` is what is left of the dataset's own life (None: it never
+        expires; 0: deleted). Its jobs and sessions outlive it by at most
+        ``job_ttl`` (a record expires ``job_ttl`` after it finished or was last
+        touched, and a dataset is deleted only once none is unfinished or
+        open), so the set outlives the dataset by that much and the
+        ``?dataset_id=`` listings find every record that is still there.
+        """
+        if remaining is None or not self.settings.job_ttl:
+            return None
+        return remaining + self.settings.job_ttl
 
     def dataset_users(self, did):
         """The jobs and sessions created on dataset ``did``.
@@ -319,7 +334,11 @@ class Store:
             self.r.srem(f"{PREFIX}dataset:{did}:users", *(f"{k}:{i}" for k, i in users))
 
     def delete_dataset(self, did, guard=None):
-        """Delete the matrix, metadata and user set; False if the dataset did not exist.
+        """Delete the matrix and metadata; False if the dataset did not exist.
+
+        The user set stays until its records expire (:meth:`_users_ttl`), so
+        the ``?dataset_id=`` listings keep finding the finished jobs and closed
+        sessions of a deleted dataset.
 
         Parameters
         ----------
@@ -347,8 +366,11 @@ class Store:
             if guard is not None:
                 guard(sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key)))
             pipe.multi()
-            pipe.delete(key, f"{key}:X", f"{key}:aux", users_key)
+            pipe.delete(key, f"{key}:X", f"{key}:aux")
             pipe.zrem(f"{PREFIX}datasets", did)
+            ttl = self._users_ttl(0)
+            if ttl:
+                pipe.expire(users_key, ttl)
             return True
 
         return self.r.transaction(tx, key, users_key, value_from_callable=True)
@@ -453,8 +475,9 @@ class Store:
 
         Reads the dataset's user set (:meth:`dataset_users`) instead of the
         whole index, so it costs what the dataset's own records cost. Pages and
-        tokens are those of :meth:`page_newest_first`. A dataset that was
-        deleted or expired has no users left: its page is empty.
+        tokens are those of :meth:`page_newest_first`. The records of a
+        deleted or expired dataset are still listed while they exist
+        (:meth:`_users_ttl`).
 
         Parameters
         ----------

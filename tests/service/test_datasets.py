@@ -134,7 +134,12 @@ def test_a_dataset_in_use_stays_until_its_jobs_end_and_its_sessions_close(client
     assert client.get(f"/v1/datasets/{did}").status_code == 404
     assert client.get(f"/v1/sessions/{sid}").status_code == 200  # a completed session keeps its record
     assert client.get(f"/v1/jobs/{jid}").json["state"] == "CANCELLED"
-    assert not store.r.exists(f"shoal:dataset:{did}:users")
+    # the records are still listed by their dataset, until they expire themselves
+    assert [r["id"] for r in client.get(f"/v1/jobs?dataset_id={did}").json["jobs"]] == [jid]
+    assert [r["id"] for r in client.get(f"/v1/sessions?dataset_id={did}").json["sessions"]] == [sid]
+    assert 0 < store.r.ttl(f"shoal:dataset:{did}:users") <= store.settings.job_ttl
+    assert client.delete(f"/v1/jobs/{jid}").status_code == 204
+    assert client.get(f"/v1/jobs?dataset_id={did}").json["jobs"] == []
 
 
 def test_users_whose_records_are_gone_do_not_hold_a_dataset(client, store, blobs_dataset):
