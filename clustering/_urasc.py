@@ -206,8 +206,9 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
         Questions requested per step by :meth:`fit` (1 = the paper's
         sequential loop; > 1 = crowd batches with a diversity penalty).
     diversity : float in [0, 1], default=1.0
-        Strength of the embedding-distance penalty when several new samples
-        are chosen at once (0 = pure top-B by score).
+        Strength of the distance penalty when several new samples are
+        chosen at once (0 = pure top-B by score); distances in X, or in the
+        spectral embedding with a precomputed affinity.
     gap_floor : float > 0, default=1e-9
         tau of §7.1.
     n_init : int >= 1, default=10

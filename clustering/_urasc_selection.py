@@ -12,7 +12,7 @@ creates (``_V``, ``_lam``, ``_sets``, ``_set_of``, ``_pending``, ...).
 import warnings
 
 import numpy as np
-from sklearn.metrics import pairwise_distances_argmin_min
+from sklearn.metrics import euclidean_distances, pairwise_distances_argmin_min
 from sklearn.mixture import GaussianMixture
 
 from ._certain_sets import _seed
@@ -289,11 +289,11 @@ class QuerySelectionMixin:
             keep = order[:max(self.n_candidates, 5 * need)]
             T, score, GT, HT = T[keep], score[keep], GT[keep], HT[keep]
             picks = [0]
-            E = self._V[:, :int(min(self._K, n - 1))]
+            E = self._spread_space()
             ET = E[T]
             pend = list(self._pending)
             ref = [ET[p] for p in picks] + [E[p] for p in pend]
-            d2all = ((ET[:, None, :] - ET[None, :, :]) ** 2).sum(-1)
+            d2all = euclidean_distances(ET, squared=True)
             h2 = float(np.median(d2all[d2all > 0])) if np.any(d2all > 0) else 1.0
             pen = np.ones(T.size)
             for e in ref:
@@ -372,6 +372,24 @@ class QuerySelectionMixin:
             dense[members] = s[members] <= np.median(s[members])
         return dense
 
+    def _spread_space(self):
+        """(n_samples, d) float64: where exploration and batch diversity measure
+        distance. The feature matrix X as the session scaled it, or with a
+        precomputed affinity the spectral embedding (first K eigenvectors).
+
+        Batch diversity used the embedding before: early in a session K is 2,
+        and the 2-dimensional embedding puts samples of several classes on
+        one point, so the top-scored candidates of a batch all came from one
+        region (segment, trial 0: six of the first batch's seven scored
+        picks from one class). Measured in X (``bench/active_history.md``,
+        nineteenth stop): segment, K unknown, B = 10, "verify", 20 trials,
+        noise-free ARI at 200 .728 -> .757, ionosphere .879 -> .914; the
+        embedding with 10 or 20 eigenvectors had not helped (.705 / .708,
+        seventeenth stop)."""
+        if self._X is not None:
+            return self._X
+        return self._V[:, :int(min(self._K, self._n - 1))]
+
     def _farthest_uncertain(self, U, k=1):
         """Up to ``k`` uncertain samples (of ``U``, restricted to the denser half
         when any of ``U`` is in it) by farthest-first traversal: each is the
@@ -386,10 +404,7 @@ class QuerySelectionMixin:
         dense = U[self._dense_mask()[U]]
         if dense.size:
             U = dense
-        if self._X is not None:
-            Z = self._X
-        else:
-            Z = self._V[:, :int(min(self._K, self._n - 1))]
+        Z = self._spread_space()
         ZU = Z[U]
         _, dmin = pairwise_distances_argmin_min(ZU, Z[cert])
         out = []

@@ -377,6 +377,24 @@ def test_batch_suggestions_are_distinct_samples_and_idempotent():
         _check_sets_and_answers(est)
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_batch_diversity_spreads_the_batch_in_feature_space(seed):
+    # Early in a session K is 2 and the 2-d spectral embedding puts samples of
+    # several classes on one point; the penalty measures distance in X instead.
+    from sklearn.datasets import load_wine
+    from sklearn.metrics import pairwise_distances
+
+    X, _ = load_wine(return_X_y=True)
+    X = (X - X.mean(0)) / X.std(0)
+    spread = []
+    for diversity in (0.0, 1.0):
+        est = URASC(budget=60, random_state=seed, diversity=diversity, explore=0.0).fit(X)
+        picks = [q["i"] for q in est.suggest_queries(10)]
+        assert len(set(picks)) == 10
+        spread.append(pairwise_distances(X[picks])[np.triu_indices(10, 1)].mean())
+    assert spread[1] > 1.4 * spread[0]  # 1.55-1.81 in X; 1.31-1.55 with the embedding's distances
+
+
 @pytest.mark.parametrize("params", [
     {"budget": -1}, {"n_clusters": 1}, {"strategy": "greedy"}, {"n_candidates": 0}, {"diversity": 2.0},
     {"seed_sample": 500}, {"discriminant_weight": 1.5}, {"discriminant_weight": "half"},
@@ -393,7 +411,7 @@ def test_precomputed_affinity_and_variants_run():
     for kw in ({"affinity": "precomputed"}, {"step_model": "parametric"}, {"score": "gradient"},
                {"score": "entropy"}, {"perturbation": "paper", "perturbation_terms": "complement"},
                {"representative": "random"}, {"laplacian": "unnormalized"}, {"graph": "knn", "n_eig": 10},
-               {"fast": False}):
+               {"fast": False}, {"affinity": "precomputed", "batch_size": 5}):
         data = W if kw.get("affinity") == "precomputed" else X
         est = URASC(budget=10, random_state=0, n_init=2, **kw).fit(data, oracle=_oracle(y))
         assert est.labels_.shape == (30,) and est.labels_.dtype == np.int64
