@@ -390,7 +390,8 @@ def main(argv=None):
     ap.add_argument("--trials", type=int, default=5)
     ap.add_argument("--trial-start", type=int, default=0, help="first trial seed (to split a run)")
     ap.add_argument("--merge", nargs="+", default=None,
-                    help="only merge these result files into --out and print the tables")
+                    help="only merge these result files into --out and print the tables; a run (dataset, "
+                         "method, K mode, noise, trial) in a later file replaces the same run of an earlier one")
     ap.add_argument("--budgets", default=",".join(map(str, BUDGETS)))
     ap.add_argument("--methods", default=None, help="comma list of METHODS keys kept from the chosen matrix")
     ap.add_argument("--configs", default=None,
@@ -407,14 +408,16 @@ def main(argv=None):
     args = ap.parse_args(argv)
     budgets = [int(b) for b in args.budgets.split(",")]
     if args.merge:
-        runs, letter, metas = [], None, []
+        by_key, letter, metas = {}, None, []
         for path in args.merge:
             with open(path) as fh:
                 part = json.load(fh)
-            runs += part["runs"]
+            for r in part["runs"]:
+                by_key[(r.get("dataset"), r["method"], r["k_mode"], r["noise"], r["trial"])] = r
             letter = part.get("letter") or letter
             metas.append(part["meta"])
         budgets = metas[0]["budgets"]
+        runs = list(by_key.values())
         merged = {"meta": {"merged_from": args.merge, "parts": metas, "budgets": budgets},
                   "runs": runs, "summary": summarise(runs, budgets), "letter": letter}
         merged["noise_ratios"] = noise_ratios(merged["summary"], budgets[-1])

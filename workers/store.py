@@ -304,8 +304,9 @@ class Store:
     def _users_ttl(self, remaining):
         """Seconds a dataset's user set is kept, or None for no expiry.
 
-        ``remaining`` is what is left of the dataset's own life (None: it never
-        expires; 0: deleted). Its jobs and sessions outlive it by at most
+        ``remaining`` bounds what is left of the dataset's own life from above
+        (``dataset_ttl`` when a record is added; None: it never expires; 0:
+        deleted). Its jobs and sessions outlive it by at most
         ``job_ttl`` (a record expires ``job_ttl`` after it finished or was last
         touched, and a dataset is deleted only once none is unfinished or
         open), so the set outlives the dataset by that much and the
