@@ -291,20 +291,21 @@ class QuerySelectionMixin:
             picks = [0]
             E = self._spread_space()
             ET = E[T]
-            pend = list(self._pending)
-            ref = [ET[p] for p in picks] + [E[p] for p in pend]
             d2all = euclidean_distances(ET, squared=True)
             h2 = float(np.median(d2all[d2all > 0])) if np.any(d2all > 0) else 1.0
-            pen = np.ones(T.size)
-            for e in ref:
-                pen *= 1.0 - self.diversity * np.exp(-((ET - e) ** 2).sum(1) / h2)
+            # the first pick and the samples still pending repel the candidates
+            d2ref = d2all[:1]
+            if self._pending:
+                pend = np.fromiter(self._pending, dtype=np.int64)
+                d2ref = np.vstack([d2ref, euclidean_distances(E[pend], ET, squared=True)])
+            pen = np.prod(1.0 - self.diversity * np.exp(-d2ref / h2), axis=0)
             base = score - score.min() + 1e-12
             while len(picks) < min(need, T.size):
                 s = base * pen
                 s[picks] = -np.inf
                 nxt = int(np.lexsort((T, -s))[0])
                 picks.append(nxt)
-                pen *= 1.0 - self.diversity * np.exp(-((ET - ET[nxt]) ** 2).sum(1) / h2)
+                pen *= 1.0 - self.diversity * np.exp(-d2all[nxt] / h2)
         out = []
         period, first = self._explore_period(), len(self._log)
         n_far = 0 if period == 0 else sum((first + r) % period == 0 for r in range(need))
