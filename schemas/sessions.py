@@ -80,8 +80,8 @@ SESSION_PRESETS = [{
                    "unknown, ARI at 200 questions over the same mode's noise-free ARI) it keeps iris .94, wine "
                    ".94, wdbc .96, ionosphere .86, segment .79 (.84 over 20 trials, .82 over 40; K known .89 / "
                    ".83), against .53 / .61 / .39 / .39 / .65 with the default (the paper's rule); in batches of "
-                   "10 (20 trials) .75-.88 (segment .75, ionosphere .81). With three answers per question "
-                   "(majority) segment keeps .89 and the others .96-1.00 of the single-answer noise-free ARI. "
+                   "10 (20 trials) .72-.88 (segment .72, ionosphere .79, wdbc .83). With three answers per question "
+                   "(majority) segment keeps .95 and the others .96-1.00 of the single-answer noise-free ARI. "
                    "Noise-free it needs more questions early (segment at 50 questions .29 against .55).",
     "params": {"k_growth": "verify", "representative": "founder"},
 }]
