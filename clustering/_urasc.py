@@ -326,8 +326,8 @@ class URASC(CertainSetsMixin, QuerySelectionMixin, SpectralLearningMixin, BaseGr
     unknown (20 trials; the default "sets": 0.39-0.65 over 5). It falls
     short of 0.85 on segment
     (0.82 sequentially over 40 trials, 0.72 in batches of 10) and in
-    batches on ionosphere (0.79) and wdbc (0.83, 20 trials; its noisy runs
-    lose whole runs to spurious sets). An answer that is wrong 10% of the time
+    batches on ionosphere (0.79) and wdbc (0.83, 20 trials; 5 of its 20
+    noisy runs end with spurious sets). An answer that is wrong 10% of the time
     carries at most 0.53 of a bit, so 200 of them are worth at most about
     106 noise-free answers; a session that lost exactly that would keep
     0.85 on segment (a guide, not a proof). Its noise-free cost is at 50

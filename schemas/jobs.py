@@ -76,7 +76,8 @@ class JobSchema(Schema):
 class JobListArgsSchema(PageArgsSchema):
     state = fields.String(load_default=None, validate=validate.OneOf(STATES))
     dataset_id = fields.String(load_default=None, validate=validate.Length(min=1, max=100),
-                               metadata={"description": "only the jobs on this dataset (also after the dataset was deleted, while they exist)"})
+                               metadata={"description": "only the jobs on this dataset (also after the dataset "
+                                                        "was deleted, while they exist)"})
 
 
 class JobListSchema(Schema):

@@ -80,8 +80,9 @@ SESSION_PRESETS = [{
                    "unknown, ARI at 200 questions over the same mode's noise-free ARI) it keeps iris .94, wine "
                    ".94, wdbc .96, ionosphere .86, segment .79 (.84 over 20 trials, .82 over 40; K known .89 / "
                    ".83), against .53 / .61 / .39 / .39 / .65 with the default (the paper's rule); in batches of "
-                   "10 (20 trials) .72-.88 (segment .72, ionosphere .79, wdbc .83). With three answers per question "
-                   "(majority) segment keeps .95 and the others .96-1.00 of the single-answer noise-free ARI. "
+                   "10 (20 trials) .72-.88 (segment .72, ionosphere .79, wdbc .83). With three answers per "
+                   "question (majority) segment keeps .95 and the others .96-1.00 of the single-answer "
+                   "noise-free ARI. "
                    "Noise-free it needs more questions early (segment at 50 questions .29 against .55).",
     "params": {"k_growth": "verify", "representative": "founder"},
 }]
@@ -184,7 +185,8 @@ class SessionListArgsSchema(PageArgsSchema):
 
     state = fields.String(load_default=None, validate=validate.OneOf(SESSION_STATES))
     dataset_id = fields.String(load_default=None, validate=validate.Length(min=1, max=100),
-                               metadata={"description": "only the sessions on this dataset (also after the dataset was deleted, while they exist)"})
+                               metadata={"description": "only the sessions on this dataset (also after the "
+                                                        "dataset was deleted, while they exist)"})
 
 
 class SessionListSchema(Schema):
