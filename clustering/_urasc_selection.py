@@ -289,15 +289,15 @@ class QuerySelectionMixin:
             keep = order[:max(self.n_candidates, 5 * need)]
             T, score, GT, HT = T[keep], score[keep], GT[keep], HT[keep]
             picks = [0]
-            E = self._spread_space()
-            ET = E[T]
-            d2all = euclidean_distances(ET, squared=True)
+            Z = self._spread_space()
+            ZT = Z[T]
+            d2all = euclidean_distances(ZT, squared=True)
             h2 = float(np.median(d2all[d2all > 0])) if np.any(d2all > 0) else 1.0
             # the first pick and the samples still pending repel the candidates
             d2ref = d2all[:1]
             if self._pending:
                 pend = np.fromiter(self._pending, dtype=np.int64)
-                d2ref = np.vstack([d2ref, euclidean_distances(E[pend], ET, squared=True)])
+                d2ref = np.vstack([d2ref, euclidean_distances(Z[pend], ZT, squared=True)])
             pen = np.prod(1.0 - self.diversity * np.exp(-d2ref / h2), axis=0)
             base = score - score.min() + 1e-12
             while len(picks) < min(need, T.size):

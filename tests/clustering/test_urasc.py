@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from scipy.linalg import eigh
-from sklearn.datasets import make_blobs
-from sklearn.metrics import adjusted_rand_score
+from sklearn.datasets import load_wine, make_blobs
+from sklearn.metrics import adjusted_rand_score, pairwise_distances
 
 from clustering._graph import gaussian_affinity, self_tuning_knn_graph
 from clustering._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
@@ -381,9 +381,6 @@ def test_batch_suggestions_are_distinct_samples_and_idempotent():
 def test_batch_diversity_spreads_the_batch_in_feature_space(seed):
     # Early in a session K is 2 and the 2-d spectral embedding puts samples of
     # several classes on one point; the penalty measures distance in X instead.
-    from sklearn.datasets import load_wine
-    from sklearn.metrics import pairwise_distances
-
     X, _ = load_wine(return_X_y=True)
     X = (X - X.mean(0)) / X.std(0)
     spread = []
