@@ -8,7 +8,8 @@ the root split less. The forest affinity feeds a kNN graph and
 Ng-Jordan-Weiss spectral clustering.
 
 Implementation spec: ``shared/specs/cop_rf.md`` (equations CR-1..CR-17,
-algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf_kernels`,
+algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf_kernels`
+(growing) and :mod:`clustering._cop_rf_affinity` (leaves, affinity, neighbours),
 the tree growing and the forest affinity in :mod:`clustering._cop_rf_forest`.
 """
 
@@ -22,6 +23,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from threadpoolctl import threadpool_limits
 
+from . import _cop_rf_affinity as _a
 from . import _cop_rf_kernels as _k
 from ._cop_rf_forest import _count_matrix, _grow_batch, _in_bag_affinity, _knn_blockwise
 from ._constraints import PairwiseConstraints, check_pairwise
@@ -572,7 +574,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         rows = np.repeat(np.arange(n), k)
         if in_bag is not None:
             A = _in_bag_affinity(leaves, in_bag, n_jobs)
-            cols, sizes = _k.knn_from_affinity(A, k, perm)
+            cols, sizes = _a.knn_from_affinity(A, k, perm)
             valid = cols.ravel() >= 0
             vals = A[rows[valid], cols.ravel()[valid]]
             if not dense and not select:
@@ -580,7 +582,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         else:
             if dense:
                 C = _count_matrix(use, n_jobs)
-                cols, cnts, sizes = _k.knn_from_counts(C, k, perm)
+                cols, cnts, sizes = _a.knn_from_counts(C, k, perm)
                 A = (C + float(offset)) / T
                 np.fill_diagonal(A, 0.0)
                 del C

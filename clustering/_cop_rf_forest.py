@@ -5,7 +5,8 @@ its own seed streams (bag, pseudo samples, feature draws; CR-1, CR-2, §4.2),
 with the root filter's constraint scores, and the forest affinity from leaf
 ids: dense co-occurrence counts, the in-bag affinity, or the top-k neighbours
 without the dense matrix (§4.6). The numeric kernels are in
-:mod:`clustering._cop_rf_kernels`.
+:mod:`clustering._cop_rf_kernels` (growing) and :mod:`clustering._cop_rf_affinity`
+(leaves and affinity).
 """
 
 import math
@@ -13,6 +14,7 @@ import math
 import numpy as np
 from joblib import Parallel, delayed
 
+from . import _cop_rf_affinity as _a
 from . import _cop_rf_kernels as _k
 
 
@@ -83,7 +85,7 @@ def _grow_one(X, Xt, lo, hi, e0, e1, kind, seed, s):
     threshold = threshold[:n_nodes]
     left = left[:n_nodes]
     right = right[:n_nodes]
-    leaves = _k.apply_tree(X, feature, threshold, left, right)
+    leaves = _a.apply_tree(X, feature, threshold, left, right)
     internal = feature >= 0
     out = {
         "leaves": leaves,
@@ -123,10 +125,10 @@ def _count_matrix(leaves, n_jobs, big=0.75):
     n_parts = max(1, min(n_jobs, n // 64))
     cuts = np.linspace(0, n, n_parts + 1).round().astype(int)
     if n_parts == 1:
-        offsets = [_k.accumulate_counts(C, leaves, 0, n, big)]
+        offsets = [_a.accumulate_counts(C, leaves, 0, n, big)]
     else:
         offsets = Parallel(n_jobs=n_parts, backend="threading")(
-            delayed(_k.accumulate_counts)(C, leaves, cuts[i], cuts[i + 1], big) for i in range(n_parts)
+            delayed(_a.accumulate_counts)(C, leaves, cuts[i], cuts[i + 1], big) for i in range(n_parts)
         )
     C += np.int32(offsets[0])  # every part sees the same big leaves
     np.fill_diagonal(C, 0)
@@ -142,7 +144,7 @@ def _in_bag_affinity(leaves, in_bag, n_jobs):
     n_parts = max(1, min(n_jobs, n // 64))
     cuts = np.linspace(0, n, n_parts + 1).round().astype(int)
     Parallel(n_jobs=n_parts, backend="threading")(
-        delayed(_k.accumulate_in_bag)(leaves, in_bag, cuts[i], cuts[i + 1], C, N) for i in range(n_parts)
+        delayed(_a.accumulate_in_bag)(leaves, in_bag, cuts[i], cuts[i + 1], C, N) for i in range(n_parts)
     )
     A = np.zeros((n, n))
     np.divide(C, N, out=A, where=N > 0)
@@ -169,10 +171,10 @@ def _knn_blockwise(leaves, k, perm, n_jobs, block=256):
     blocks = [np.arange(a, min(a + block, n)) for a in range(0, n, block)]
     if n_jobs > 1 and len(blocks) > 1:
         parts = Parallel(n_jobs=n_jobs, backend="threading")(
-            delayed(_k.knn_blockwise)(order, gstart, gend, b, k, perm) for b in blocks
+            delayed(_a.knn_blockwise)(order, gstart, gend, b, k, perm) for b in blocks
         )
     else:
-        parts = [_k.knn_blockwise(order, gstart, gend, b, k, perm) for b in blocks]
+        parts = [_a.knn_blockwise(order, gstart, gend, b, k, perm) for b in blocks]
     cols = np.concatenate([p[0] for p in parts])
     cnts = np.concatenate([p[1] for p in parts])
     sizes = np.concatenate([p[2] for p in parts])
