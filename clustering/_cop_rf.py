@@ -23,9 +23,8 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, ClusterMixin
 from threadpoolctl import threadpool_limits
 
-from . import _cop_rf_affinity as _a
 from . import _cop_rf_kernels as _k
-from ._cop_rf_forest import _count_matrix, _grow_batch, _in_bag_affinity, _knn_blockwise
+from ._cop_rf_forest import _grow_batch, constraint_scores, forest_knn_graph
 from ._constraints import PairwiseConstraints, check_pairwise
 from ._metrics import constraint_satisfaction, violated_constraints
 from ._params import Interval, Options, validate_params
@@ -519,29 +518,7 @@ class COPRF(ClusterMixin, BaseEstimator):
                 in_bag[t, res["bag"]] = True
 
         # ---- constraint scores (CR-15)
-        score_sum = np.zeros(u)
-        score_n = np.zeros(u)
-        sel_sum = np.zeros(u)
-        cover = np.zeros(u, dtype=np.int64)
-        ml_ok = ml_tot = cl_ok = cl_tot = 0
-        for res in results:
-            pt = res["pt"]
-            cover[pt] += 1
-            sel_sum[pt] += res["selected"]
-            s = res["scores"]
-            if s is not None:
-                fin = np.isfinite(s)
-                score_sum[pt[fin]] += s[fin]
-                score_n[pt[fin]] += 1
-            same = res["leaves"][e0[pt]] == res["leaves"][e1[pt]]
-            is_ml = kind[pt] > 0
-            ml_ok += int(np.sum(same & is_ml))
-            ml_tot += int(np.sum(is_ml))
-            cl_ok += int(np.sum(~same & ~is_ml))
-            cl_tot += int(np.sum(~is_ml))
-        with np.errstate(invalid="ignore", divide="ignore"):
-            score_u = np.where(score_n > 0, score_sum / np.maximum(score_n, 1), np.nan)
-            rate_u = np.where(cover > 0, sel_sum / np.maximum(cover, 1), np.nan)
+        score_u, rate_u, cover, (ml_ok, ml_tot, cl_ok, cl_tot) = constraint_scores(results, e0, e1, kind)
         m = len(pc)
         kept = row_map >= 0
         self.constraint_scores_ = np.full(m, np.nan)
@@ -558,8 +535,7 @@ class COPRF(ClusterMixin, BaseEstimator):
             cb("affinity", 0.0)
         k = _n_neighbors(self.n_neighbors, n)
         perm = misc.permutation(n).astype(np.int64)
-        nondeg = np.flatnonzero(~root_leaf)
-        degenerate = nondeg.size == 0
+        degenerate = bool(root_leaf.all())
         if degenerate:
             warnings.warn(
                 "every tree's root is a leaf: the forest affinity is constant and carries no "
@@ -567,33 +543,9 @@ class COPRF(ClusterMixin, BaseEstimator):
                 ConstraintWarning,
                 stacklevel=2,
             )
-            nondeg = np.array([0])
-        offset = T - nondeg.size  # root-leaf trees join every pair
-        use = leaves[nondeg]
         dense = self.store_affinity == "dense" or (self.store_affinity == "auto" and n <= DENSE_AFFINITY_LIMIT)
-        rows = np.repeat(np.arange(n), k)
-        if in_bag is not None:
-            A = _in_bag_affinity(leaves, in_bag, n_jobs)
-            cols, sizes = _a.knn_from_affinity(A, k, perm)
-            valid = cols.ravel() >= 0
-            vals = A[rows[valid], cols.ravel()[valid]]
-            if not dense and not select:
-                A = None
-        else:
-            if dense:
-                C = _count_matrix(use, n_jobs)
-                cols, cnts, sizes = _a.knn_from_counts(C, k, perm)
-                A = (C + float(offset)) / T
-                np.fill_diagonal(A, 0.0)
-                del C
-            else:
-                cols, cnts, sizes = _knn_blockwise(use, k, perm, n_jobs)
-                A = None
-            valid = cols.ravel() >= 0
-            vals = (cnts.ravel()[valid] + offset) / T
-        W = sp.csr_matrix((vals, (rows[valid], cols.ravel()[valid])), shape=(n, n))
-        W = sp.csr_matrix(W.maximum(W.T))
-        W.sort_indices()
+        W, A = forest_knn_graph(leaves, root_leaf, in_bag, k, perm, dense=dense, keep_affinity=dense or select,
+                                n_jobs=n_jobs)
         self.knn_graph_ = W
         self.affinity_matrix_ = A if A is not None else W
         if self.keep_leaves:

@@ -1,10 +1,11 @@
-"""COP-RF's forest: growing one COP-tree and the leaf co-occurrence affinity.
+"""COP-RF's forest: growing one COP-tree, the constraint scores and the leaf co-occurrence affinity.
 
 Private to :class:`clustering.COPRF` (``shared/specs/cop_rf.md``): a tree from
 its own seed streams (bag, pseudo samples, feature draws; CR-1, CR-2, §4.2),
-with the root filter's constraint scores, and the forest affinity from leaf
-ids: dense co-occurrence counts, the in-bag affinity, or the top-k neighbours
-without the dense matrix (§4.6). The numeric kernels are in
+with the root filter's constraint scores (averaged over the forest, CR-15),
+and the forest affinity from leaf ids and its kNN graph (CR-9, CR-10): dense
+co-occurrence counts, the in-bag affinity, or the top-k neighbours without the
+dense matrix (§4.6). The numeric kernels are in
 :mod:`clustering._cop_rf_kernels` (growing) and :mod:`clustering._cop_rf_affinity`
 (leaves and affinity).
 """
@@ -12,6 +13,7 @@ without the dense matrix (§4.6). The numeric kernels are in
 import math
 
 import numpy as np
+import scipy.sparse as sp
 from joblib import Parallel, delayed
 
 from . import _cop_rf_affinity as _a
@@ -179,3 +181,123 @@ def _knn_blockwise(leaves, k, perm, n_jobs, block=256):
     cnts = np.concatenate([p[1] for p in parts])
     sizes = np.concatenate([p[2] for p in parts])
     return cols, cnts, sizes
+
+
+def constraint_scores(results, e0, e1, kind):
+    """Per-constraint root-filter scores and selection rates over the forest (CR-15).
+
+    Parameters
+    ----------
+    results : list of dict
+        One :func:`_grow_batch` record per tree (``pt``, ``selected``,
+        ``scores``, ``leaves``).
+    e0, e1 : ndarray of shape (u,), int64
+        Endpoints of the normalised constraints.
+    kind : ndarray of shape (u,), int64
+        +1 must-link, -1 cannot-link.
+
+    Returns
+    -------
+    score : ndarray of shape (u,), float64
+        Mean finite root-filter score over the trees that drew the constraint
+        (NaN when none scored it).
+    rate : ndarray of shape (u,), float64
+        Fraction of those trees whose root filter selected it (NaN when no
+        tree drew it).
+    cover : ndarray of shape (u,), int64
+        Number of trees that drew it.
+    satisfaction : tuple of 4 int
+        Must-links in one leaf, must-links drawn, cannot-links in two leaves,
+        cannot-links drawn, summed over the trees.
+    """
+    u = e0.shape[0]
+    score_sum = np.zeros(u)
+    score_n = np.zeros(u)
+    sel_sum = np.zeros(u)
+    cover = np.zeros(u, dtype=np.int64)
+    ml_ok = ml_tot = cl_ok = cl_tot = 0
+    for res in results:
+        pt = res["pt"]
+        cover[pt] += 1
+        sel_sum[pt] += res["selected"]
+        s = res["scores"]
+        if s is not None:
+            fin = np.isfinite(s)
+            score_sum[pt[fin]] += s[fin]
+            score_n[pt[fin]] += 1
+        same = res["leaves"][e0[pt]] == res["leaves"][e1[pt]]
+        is_ml = kind[pt] > 0
+        ml_ok += int(np.sum(same & is_ml))
+        ml_tot += int(np.sum(is_ml))
+        cl_ok += int(np.sum(~same & ~is_ml))
+        cl_tot += int(np.sum(~is_ml))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        score = np.where(score_n > 0, score_sum / np.maximum(score_n, 1), np.nan)
+        rate = np.where(cover > 0, sel_sum / np.maximum(cover, 1), np.nan)
+    return score, rate, cover, (ml_ok, ml_tot, cl_ok, cl_tot)
+
+
+def forest_knn_graph(leaves, root_leaf, in_bag, k, perm, *, dense, keep_affinity, n_jobs):
+    """The forest affinity and its symmetric kNN graph (CR-9, CR-10, §4.6).
+
+    Trees whose root is a leaf join every pair: they add a constant offset to
+    the counts instead of being counted (when every root is a leaf, the first
+    tree is counted, and the affinity is constant).
+
+    Parameters
+    ----------
+    leaves : ndarray of shape (T, n), int32
+        Leaf id of every row in every tree.
+    root_leaf : ndarray of shape (T,), bool
+        Trees that never split.
+    in_bag : ndarray of shape (T, n), bool, or None
+        Bag membership for the in-bag affinity; None counts every row.
+    k : int
+        Neighbours per row (ties broken by ``perm``).
+    perm : ndarray of shape (n,), int64
+        A random permutation of the rows.
+    dense : bool
+        Build the dense n x n affinity (else top-k neighbours blockwise).
+    keep_affinity : bool
+        Return the in-bag affinity even when ``dense`` is False.
+    n_jobs : int
+        Threads.
+
+    Returns
+    -------
+    W : csr_matrix of shape (n, n), float64
+        Symmetric kNN graph (``max(W, W.T)``), sorted indices.
+    A : ndarray of shape (n, n), float64, or None
+        The dense forest affinity (zero diagonal), or None when not built or
+        not kept.
+    """
+    T, n = leaves.shape
+    nondeg = np.flatnonzero(~root_leaf)
+    if nondeg.size == 0:
+        nondeg = np.array([0])
+    offset = T - nondeg.size  # root-leaf trees join every pair
+    use = leaves[nondeg]
+    rows = np.repeat(np.arange(n), k)
+    if in_bag is not None:
+        A = _in_bag_affinity(leaves, in_bag, n_jobs)
+        cols, _ = _a.knn_from_affinity(A, k, perm)
+        valid = cols.ravel() >= 0
+        vals = A[rows[valid], cols.ravel()[valid]]
+        if not keep_affinity:
+            A = None
+    else:
+        if dense:
+            C = _count_matrix(use, n_jobs)
+            cols, cnts, _ = _a.knn_from_counts(C, k, perm)
+            A = (C + float(offset)) / T
+            np.fill_diagonal(A, 0.0)
+            del C
+        else:
+            cols, cnts, _ = _knn_blockwise(use, k, perm, n_jobs)
+            A = None
+        valid = cols.ravel() >= 0
+        vals = (cnts.ravel()[valid] + offset) / T
+    W = sp.csr_matrix((vals, (rows[valid], cols.ravel()[valid])), shape=(n, n))
+    W = sp.csr_matrix(W.maximum(W.T))
+    W.sort_indices()
+    return W, A
