@@ -12,7 +12,9 @@ from flask import current_app, json, request
 from werkzeug.exceptions import HTTPException
 
 from schemas.problems import ProblemSchema
-from workers.store import DatasetGone, StoreError, decode_token
+from workers.dataset_store import DatasetGone
+from workers.records import decode_token
+from workers.store import StoreError
 from workers.submit import QueueError
 
 from . import request_id

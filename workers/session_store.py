@@ -28,8 +28,9 @@ import time
 from redis.exceptions import WatchError
 
 from . import stats
+from .config import PREFIX
+from .records import decode_token, dumps, encode_token, new_id, utcnow_iso
 from .store import ACTIVE as UNFINISHED_JOB_STATES
-from .store import PREFIX, decode_token, dumps, encode_token, new_id, utcnow_iso
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
@@ -141,7 +142,7 @@ class SessionStore:
                lease_seconds=DEFAULT_LEASE_SECONDS):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
 
-        Raises :class:`workers.store.DatasetGone` when the dataset no longer
+        Raises :class:`workers.dataset_store.DatasetGone` when the dataset no longer
         exists (the record is written in ``Store.on_dataset``'s transaction).
         """
         sid = new_id("ses")

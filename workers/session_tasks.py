@@ -17,7 +17,7 @@ from clustering._urasc import URASC
 from .celery_app import app
 from .crowd import aggregate, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, SessionStore
-from .store import problem, utcnow_iso
+from .records import problem, utcnow_iso
 from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
 
 log = logging.getLogger(__name__)

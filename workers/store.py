@@ -1,5 +1,9 @@
 """Redis store: datasets, job records (the source of truth), results, affinities.
 
+The dataset methods live in :mod:`workers.dataset_store` (a mixin of :class:`Store`),
+the plain helpers (ids, timestamps, JSON, page tokens, problem objects) in
+:mod:`workers.records`.
+
 Layout (all keys prefixed ``shoal:``)::
 
     dataset:{id}          hash   meta fields (name, n_samples, ...), JSON values
@@ -21,81 +25,27 @@ late SUCCEEDED never overwrites CANCELLED and a redelivered task never
 reruns a finished job.
 """
 
-import base64
 import hashlib
 import io
 import json
 import time
-import uuid
-from datetime import datetime, timezone
 
-import numpy as np
 import redis
 import scipy.sparse as sp
 
 from . import stats
 from .config import PREFIX, Settings
+from .dataset_store import DatasetStoreMixin
+from .records import decode_token, dumps, encode_token, new_id, problem, utcnow_iso
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
-
-
-class DatasetGone(LookupError):
-    """The dataset a job or session was being created on no longer exists
-    (deleted or expired since the request checked it)."""
-
-    def __init__(self, dataset_id):
-        super().__init__(f"dataset {dataset_id!r} does not exist or has expired")
-        self.dataset_id = dataset_id
-
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 ACTIVE = ("QUEUED", "RUNNING")
 
 
-def utcnow_iso(ts=None):
-    """ISO 8601 UTC timestamp with a ``Z`` suffix."""
-    dt = datetime.fromtimestamp(ts if ts is not None else time.time(), tz=timezone.utc)
-    return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def new_id(prefix):
-    return f"{prefix}_{uuid.uuid4().hex}"
-
-
-def _finite_json(obj):
-    """Replace non-finite floats by None so JSON output never holds NaN/Infinity."""
-    if isinstance(obj, float):
-        return obj if np.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite_json(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [_finite_json(v) for v in obj]
-    if isinstance(obj, np.generic):
-        return _finite_json(obj.item())
-    if isinstance(obj, np.ndarray):
-        return _finite_json(obj.tolist())
-    return obj
-
-
-def dumps(obj):
-    """Compact JSON of ``obj`` with non-finite floats as null (numpy scalars and arrays as plain values).
-
-    Parameters
-    ----------
-    obj : JSON-able data, possibly holding numpy scalars or arrays
-
-    Returns
-    -------
-    str
-    """
-    try:  # plain finite data, the usual case: no walk (0.05 s of a long session's pass on its state)
-        return json.dumps(obj, allow_nan=False, separators=(",", ":"))
-    except (TypeError, ValueError):
-        return json.dumps(_finite_json(obj), allow_nan=False, separators=(",", ":"))
-
-
-class Store:
+class Store(DatasetStoreMixin):
     """Access to Shoal's state in Redis.
 
     Parameters
@@ -186,195 +136,6 @@ class Store:
     @staticmethod
     def _request_key(scope, key):
         return f"{PREFIX}idempotency:{hashlib.sha256(f'{scope} {key}'.encode()).hexdigest()}"
-
-    # ---------------------------------------------------------------- datasets
-    def put_dataset(self, X, *, name=None, labels=None, item_ids=None):
-        """Store a validated matrix; returns its metadata dict.
-
-        Parameters
-        ----------
-        X : ndarray of shape (n, d), float64, finite
-        labels : list of int or str, or None
-        item_ids : list of str, or None
-        """
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        did = new_id("ds")
-        buf = io.BytesIO()
-        np.save(buf, X, allow_pickle=False)
-        now = time.time()
-        ttl = self.settings.dataset_ttl
-        meta = {
-            "id": did,
-            "name": name,
-            "n_samples": int(X.shape[0]),
-            "n_features": int(X.shape[1]),
-            "has_labels": labels is not None,
-            "n_classes": None if labels is None else len(set(labels)),
-            "has_item_ids": item_ids is not None,
-            "checksum": hashlib.sha256(X.tobytes()).hexdigest(),
-            "created_at": utcnow_iso(now),
-            "created_ts": now,
-            "expires_at": utcnow_iso(now + ttl) if ttl else None,
-        }
-        key = f"{PREFIX}dataset:{did}"
-        pipe = self.r.pipeline()
-        pipe.hset(key, mapping={k: json.dumps(v) for k, v in meta.items()})
-        pipe.zadd(f"{PREFIX}datasets", {did: now})
-        pipe.set(f"{key}:X", buf.getvalue())
-        pipe.set(f"{key}:aux", json.dumps({"labels": labels, "item_ids": item_ids}))
-        if ttl:
-            for k in (key, f"{key}:X", f"{key}:aux"):
-                pipe.expire(k, ttl)
-        pipe.execute()
-        return meta
-
-    def get_dataset_meta(self, did):
-        raw = self.r.hgetall(f"{PREFIX}dataset:{did}")
-        if not raw:
-            return None
-        return {k.decode(): json.loads(v) for k, v in raw.items()}
-
-    def load_dataset(self, did):
-        """Returns ``(X, labels, item_ids)`` or None; labels as given (ints or str)."""
-        key = f"{PREFIX}dataset:{did}"
-        xb, aux = self.r.mget(f"{key}:X", f"{key}:aux")
-        if xb is None:
-            return None
-        X = np.load(io.BytesIO(xb), allow_pickle=False)
-        aux = json.loads(aux) if aux else {}
-        return X, aux.get("labels"), aux.get("item_ids")
-
-    def get_item_ids(self, did):
-        aux = self.r.get(f"{PREFIX}dataset:{did}:aux")
-        return json.loads(aux).get("item_ids") if aux else None
-
-    def list_datasets(self, *, page_size=20, page_token=None):
-        """Dataset metadata, newest first, cursor-paginated: ``(records, next_page_token)``
-        (see :meth:`page_newest_first`)."""
-        return self.page_newest_first(f"{PREFIX}datasets", self.get_dataset_meta, page_size=page_size,
-                                      page_token=page_token)
-
-    def on_dataset(self, did, write):
-        """Run ``write(pipe)`` in a transaction that commits only while dataset ``did`` exists.
-
-        The dataset's metadata key is watched from the existence check to the
-        commit, so a ``DELETE /v1/datasets/{id}`` (which watches the dataset's
-        user set, see :meth:`delete_dataset`) and the creation of a job or
-        session on it cannot interleave: either the record lands first and the
-        delete sees its user, or the delete lands first and this raises.
-
-        Parameters
-        ----------
-        did : str
-        write : callable
-            Queues the writes on the pipeline (in MULTI mode); may be called
-            again when a concurrent change to the dataset restarts the transaction.
-
-        Raises
-        ------
-        DatasetGone
-            The dataset does not exist (any more).
-        """
-        key = f"{PREFIX}dataset:{did}"
-
-        def tx(pipe):
-            if not pipe.exists(key):
-                pipe.unwatch()
-                raise DatasetGone(did)
-            pipe.multi()
-            write(pipe)
-
-        self.r.transaction(tx, key)
-
-    def add_dataset_user(self, pipe, did, kind, rid):
-        """Queue on ``pipe`` the note that job or session ``rid`` uses dataset ``did``.
-
-        Parameters
-        ----------
-        pipe : redis pipeline
-            The pipeline that creates the record, so both land together.
-        kind : {"job", "session"}
-        """
-        key = f"{PREFIX}dataset:{did}:users"
-        pipe.sadd(key, f"{kind}:{rid}")
-        ttl = self._users_ttl(self.settings.dataset_ttl or None)
-        if ttl:
-            pipe.expire(key, ttl)
-
-    def _users_ttl(self, remaining):
-        """Seconds a dataset's user set is kept, or None for no expiry.
-
-        ``remaining`` bounds what is left of the dataset's own life from above
-        (``dataset_ttl`` when a record is added; None: it never expires; 0:
-        deleted). Its jobs and sessions outlive it by at most
-        ``job_ttl`` (a record expires ``job_ttl`` after it finished or was last
-        touched, and a dataset is deleted only once none is unfinished or
-        open), so the set outlives the dataset by that much and the
-        ``?dataset_id=`` listings find every record that is still there.
-        """
-        if remaining is None or not self.settings.job_ttl:
-            return None
-        return remaining + self.settings.job_ttl
-
-    def dataset_users(self, did):
-        """The jobs and sessions created on dataset ``did``.
-
-        Returns
-        -------
-        list of (str, str)
-            ``(kind, id)`` pairs, kind ``"job"`` or ``"session"``, sorted; records
-            that expired or were deleted since are included (see
-            :meth:`forget_dataset_users`).
-        """
-        raw = self.r.smembers(f"{PREFIX}dataset:{did}:users")
-        return sorted(tuple(m.decode().split(":", 1)) for m in raw)
-
-    def forget_dataset_users(self, did, users):
-        """Drop ``(kind, id)`` pairs whose records are gone from the dataset's user set."""
-        if users:
-            self.r.srem(f"{PREFIX}dataset:{did}:users", *(f"{k}:{i}" for k, i in users))
-
-    def delete_dataset(self, did, guard=None):
-        """Delete the matrix and metadata; False if the dataset did not exist.
-
-        The user set stays until its records expire (:meth:`_users_ttl`), so
-        the ``?dataset_id=`` listings keep finding the finished jobs and closed
-        sessions of a deleted dataset.
-
-        Parameters
-        ----------
-        did : str
-        guard : callable or None
-            Called with the dataset's users (:meth:`dataset_users`) inside a
-            transaction that watches the dataset and its user set; it raises to
-            keep the dataset (``DELETE /v1/datasets/{id}`` raises its 409 while
-            a job or session still needs it). A job or session created on the
-            dataset meanwhile (:meth:`on_dataset`) restarts the transaction, so
-            the guard sees it; the guard may run more than once.
-
-        Raises
-        ------
-        Exception
-            Whatever ``guard`` raises; nothing is deleted then.
-        """
-        key = f"{PREFIX}dataset:{did}"
-        users_key = f"{key}:users"
-
-        def tx(pipe):
-            if not pipe.exists(key):
-                pipe.unwatch()
-                return False
-            if guard is not None:
-                guard(sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key)))
-            pipe.multi()
-            pipe.delete(key, f"{key}:X", f"{key}:aux")
-            pipe.zrem(f"{PREFIX}datasets", did)
-            ttl = self._users_ttl(0)
-            if ttl:
-                pipe.expire(users_key, ttl)
-            return True
-
-        return self.r.transaction(tx, key, users_key, value_from_callable=True)
 
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
@@ -714,23 +475,3 @@ def load_affinity(npz_bytes):
     return sp.load_npz(io.BytesIO(npz_bytes))
 
 
-def encode_token(ts, jid):
-    return base64.urlsafe_b64encode(json.dumps([ts, jid]).encode()).decode().rstrip("=")
-
-
-def decode_token(token):
-    """Raises ValueError for a malformed token."""
-    try:
-        pad = "=" * (-len(token) % 4)
-        ts, jid = json.loads(base64.urlsafe_b64decode(token + pad))
-        return float(ts), str(jid)
-    except Exception as exc:  # noqa: BLE001 - any decoding problem is a bad token
-        raise ValueError("page_token is not a token returned by this API") from exc
-
-
-def problem(code, title, status, detail, **extra):
-    """An RFC 9457 problem object (dict) for job errors."""
-    body = {"type": f"https://shoal.dev/problems/{code.replace('_', '-')}", "title": title,
-            "status": status, "detail": detail, "code": code}
-    body.update(extra)
-    return body

@@ -31,7 +31,7 @@ def submit_job(store, **job):
     try:
         _app(store.settings).send_task("shoal.run_job", args=[rec["id"]])
     except Exception:
-        from .store import problem
+        from .records import problem
 
         store.finish_job(rec["id"], "FAILED", error=problem(
             "queue_unavailable", "Queue unavailable", 503, "the job could not be enqueued"))

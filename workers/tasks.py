@@ -18,7 +18,8 @@ from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 from . import registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
-from .store import Store, problem
+from .records import problem
+from .store import Store
 
 log = logging.getLogger(__name__)
 

@@ -156,7 +156,7 @@ def test_users_whose_records_are_gone_do_not_hold_a_dataset(client, store, blobs
 def test_a_dataset_gone_mid_request_answers_404(app, body, pointed):
     """Store.on_dataset raises DatasetGone when a delete wins the race; the app's
     handler turns it into a 404 problem naming /dataset_id when the client sent it."""
-    from workers.store import DatasetGone
+    from workers.dataset_store import DatasetGone
 
     with app.test_request_context("/v1/jobs", method="POST", json=body):
         resp = app.make_response(app.handle_user_exception(DatasetGone("ds_gone")))

@@ -5,7 +5,9 @@ import json
 import numpy as np
 import pytest
 
-from workers.store import DatasetGone, Store, dumps
+from workers.dataset_store import DatasetGone
+from workers.records import dumps
+from workers.store import Store
 
 
 def _job(store, dataset_id=None, **kw):
