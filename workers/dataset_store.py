@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from .config import PREFIX
-from .records import new_id, utcnow_iso
+from .records import decode_record, new_id, utcnow_iso
 
 
 class DatasetGone(LookupError):
@@ -71,10 +71,7 @@ class DatasetStoreMixin:
         return meta
 
     def get_dataset_meta(self, did):
-        raw = self.r.hgetall(f"{PREFIX}dataset:{did}")
-        if not raw:
-            return None
-        return {k.decode(): json.loads(v) for k, v in raw.items()}
+        return decode_record(self.r.hgetall(f"{PREFIX}dataset:{did}"))
 
     def load_dataset(self, did):
         """Returns ``(X, labels, item_ids)`` or None; labels as given (ints or str)."""

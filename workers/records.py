@@ -39,6 +39,14 @@ def _finite_json(obj):
     return obj
 
 
+def decode_record(raw):
+    """A Redis hash of JSON values (``HGETALL`` with bytes keys) as a dict; None when it is empty
+    (the key does not exist)."""
+    if not raw:
+        return None
+    return {k.decode(): json.loads(v) for k, v in raw.items()}
+
+
 def dumps(obj):
     """Compact JSON of ``obj`` with non-finite floats as null (numpy scalars and arrays as plain values).
 

@@ -29,7 +29,7 @@ from redis.exceptions import WatchError
 
 from . import stats
 from .config import PREFIX
-from .records import decode_token, dumps, encode_token, new_id, utcnow_iso
+from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -192,10 +192,7 @@ class SessionStore:
         pipe.execute()
 
     def get(self, sid):
-        raw = self.r.hgetall(self._key(sid))
-        if not raw:
-            return None
-        return {k.decode(): json.loads(v) for k, v in raw.items()}
+        return decode_record(self.r.hgetall(self._key(sid)))
 
     def exists(self, sid):
         """Whether the session's record exists (not deleted or expired)."""
@@ -301,7 +298,7 @@ class SessionStore:
             question hash for its closed questions).
         """
         qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
-        existing = {k.decode(): json.loads(v) for k, v in self.r.hgetall(qkey).items()}
+        existing = decode_record(self.r.hgetall(qkey)) or {}
         keep = {q["question_id"] for q in questions}
         idle = [qid for qid, q in existing.items() if q["status"] == "open" and qid not in keep
                 and q["n_answers"] == 0]

@@ -36,7 +36,7 @@ import scipy.sparse as sp
 from . import stats
 from .config import PREFIX, Settings
 from .dataset_store import DatasetStoreMixin
-from .records import decode_token, dumps, encode_token, new_id, problem, utcnow_iso
+from .records import decode_record, decode_token, dumps, encode_token, new_id, problem, utcnow_iso
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
@@ -195,10 +195,7 @@ class Store(DatasetStoreMixin):
         return record
 
     def _read(self, jid):
-        raw = self.r.hgetall(f"{PREFIX}job:{jid}")
-        if not raw:
-            return None
-        return {k.decode(): json.loads(v) for k, v in raw.items()}
+        return decode_record(self.r.hgetall(f"{PREFIX}job:{jid}"))
 
     def get_job(self, jid):
         """The job record, or None if unknown or expired.
