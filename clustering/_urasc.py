@@ -29,7 +29,7 @@ import time
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
-from ._certain_sets import _DK, _NO, _YES, CertainSetsMixin
+from ._certain_sets import _DK, _NO, _PARALLEL_CHECKS, _YES, CertainSetsMixin
 from ._graph import n_connected_components
 from ._params import Interval, Options
 from ._urasc_graph import BaseGraphMixin
@@ -499,7 +499,7 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
             return []
         if self.strategy == "random":
             return self._random_queries(n)
-        checks = self._set_checks()
+        checks = self._set_checks(_PARALLEL_CHECKS if n > 1 else 1)
         if self._stale:
             self._recluster()
         out = [self._question(m, (int(self._set_of[r]), r)) for m, r in checks[:n]]

@@ -449,3 +449,44 @@ def test_verify_batches_ask_a_sample_refused_by_three_sets_about_several_sets_at
         assert len(est.certain_sets_) == 6
         assert all(len(set(y[s])) == 1 for s in est.certain_sets_)
     assert fanned["sets"] == 0 < fanned["verify"]
+
+
+def _split_class_session():
+    """Two blobs; class 0 held by set 0 (its founder and 8 members) and by a set 1 split off
+    by wrong "no"s (a founder and 5 later members, each of which refused set 0's founder)."""
+    X, y = make_blobs(n_samples=60, centers=2, cluster_std=1.0, random_state=0)
+    est = URASC(budget=None, random_state=0, n_init=2, k_growth="verify", representative="founder",
+                explore=0.0).fit(X)
+    f0 = est.certain_sets_[0][0]
+    same = [int(v) for v in np.flatnonzero(y == y[f0]) if v != f0]
+    set0, set1 = [f0] + same[:8], same[8:14]
+    est._sets = [list(set0), list(set1)]
+    est._set_of[:] = -1
+    est._set_of[set0] = 0
+    est._set_of[set1] = 1
+    est._pending = {}
+    for m in set1:  # the wrong "no"s: every member of set 1 refused set 0's founder
+        est._record(m, f0, 0)
+    return est, f0, set0, set1
+
+
+def test_verify_set_checks_spread_over_the_older_set_and_run_in_parallel_when_leaning_to_merge():
+    est, f0, set0, set1 = _split_class_session()
+    kind, ask = est._set_check(1, per_set=3)
+    assert kind == "ask" and len(ask) == 1  # no check answer yet: one question
+    (m, r), = ask
+    assert m in set1[1:] and r in set0 and r != f0  # the founder was asked already
+    assert est._tell_one(m, r, 1) == "accepted" and (min(m, r), max(m, r)) in est._check_pairs
+    # a "yes" leads: three later members at once, each to a member of set 0 no check asked yet
+    kind, ask = est._set_check(1, per_set=3)
+    assert kind == "ask" and len(ask) == 3
+    askers, reps = [a for a, _ in ask], [b for _, b in ask]
+    assert len(set(askers)) == 3 and m not in askers and set(askers) <= set(set1[1:])
+    assert len(set(reps)) == 3 and r not in reps and set(reps) <= set(set0) - {f0}
+    # sequentially (one question per set) the same first question
+    assert est._set_check(1, per_set=1) == ("ask", ask[:1])
+    # a second "yes" from another member merges set 1 into set 0 (founder's margin is 1)
+    est._tell_one(ask[0][0], ask[0][1], 1)
+    est._tell_one(ask[1][0], ask[1][1], 1)
+    assert est._set_checks(per_set=3) == [] and len(est._sets) == 1
+    assert sorted(est._sets[0]) == sorted(set0 + set1)
