@@ -27,8 +27,8 @@ class DatasetGone(LookupError):
 
 
 class DatasetStoreMixin:
-    """Dataset methods of :class:`workers.store.Store` (``self.r``: the Redis client,
-    ``self.settings``: :class:`workers.config.Settings`)."""
+    """Dataset methods of :class:`workers.store.Store`; they use its ``r`` (the Redis client),
+    ``settings`` (:class:`workers.config.Settings`) and ``page_newest_first``."""
 
     def put_dataset(self, X, *, name=None, labels=None, item_ids=None):
         """Store a validated matrix; returns its metadata dict.
