@@ -352,24 +352,24 @@ class CertainSetsMixin:
             sims = self._set_similarities(f, l)
             olders = sorted(np.argsort(-sims, kind="stable")[:_CHECK_NEAREST].tolist())
         for o in olders:
-            votes = {m: self._votes(m, o, only=self._check_pairs) for m in later}
-            yes = sum(v[0] for v in votes.values())
-            no = sum(v[1] for v in votes.values())
+            # each later member's check answers against o, "don't know" too: [(member of o, answer)]
+            checks = {m: [(r, a) for r, a in self._asked.get(m, {}).items()
+                          if self._set_of[r] == o and (min(m, r), max(m, r)) in self._check_pairs]
+                      for m in later}
+            yes = sum(a == _YES for c in checks.values() for _, a in c)
+            no = sum(a == _NO for c in checks.values() for _, a in c)
             if no - yes >= 2:
                 continue
             fy, fn = self._votes(f, o)
-            givers = sum(v[0] > 0 for v in votes.values()) + (fy > 0)
+            givers = sum(any(a == _YES for _, a in c) for c in checks.values()) + (fy > 0)
             if givers >= 2 and yes - no > max(fn - fy, 0):
                 return "merge", o
             if ask:
                 continue
             want = per_set if yes > no else 1
-            used = {r for m in later for r in self._asked.get(m, {})
-                    if self._set_of[r] == o and (min(m, r), max(m, r)) in self._check_pairs}
+            used = {r for c in checks.values() for r, _ in c}
             for m in later:
-                checked = any((min(m, r), max(m, r)) in self._check_pairs
-                              for r in self._asked.get(m, {}) if self._set_of[r] == o)  # "don't know" too
-                r = None if checked else self._core_member(m, o, avoid=used)
+                r = None if checks[m] else self._core_member(m, o, avoid=used)
                 if r is not None:
                     ask.append((int(m), int(r)))
                     used.add(r)
@@ -462,12 +462,12 @@ class CertainSetsMixin:
         """Index of the set with the largest w0 between x and one of its members, or None."""
         return int(np.argmax(self._set_similarities(x))) if self._sets else None
 
-    def _votes(self, x, l, only=None):
+    def _votes(self, x, l):
         """(number of "yes", number of "no") answers between x and members of
-        set l; with ``only`` (a set of (min, max) pairs), just those pairs."""
+        set l."""
         yes = no = 0
         for r, a in self._asked.get(x, {}).items():
-            if self._set_of[r] == l and (only is None or (min(x, r), max(x, r)) in only):
+            if self._set_of[r] == l:
                 yes += a == _YES
                 no += a == _NO
         return yes, no

@@ -26,7 +26,24 @@ class SessionStateMixin:
     """Initialisation, :meth:`get_state` and :meth:`from_state` of :class:`clustering.URASC`."""
 
     def get_state(self):
-        """The whole session as JSON-serialisable plain data (no arrays, no pickle)."""
+        """The whole session as JSON-serialisable plain data (no arrays, no pickle).
+
+        Returns
+        -------
+        state : dict
+            ``version`` (``STATE_VERSION``), ``params`` (``get_params`` without
+            ``callback``; an integer or None ``random_state``), ``n_samples``,
+            the seeds, ``K``, ``certain_sets`` (lists of row indices),
+            ``answers`` ([i, j, a], a = 1 same, 0 different, -1 don't know),
+            pending queues, set-check pairs, the query log and counters, and
+            ``labels`` (n_samples ints, or None before the first clustering).
+            :meth:`from_state` rebuilds the session from it and the same X.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
+        """
         self._check_initialized()
         params = {k: v for k, v in self.get_params(deep=False).items() if k != "callback"}
         params["random_state"] = None if not isinstance(self.random_state, numbers.Integral) else int(

@@ -71,6 +71,7 @@ class DatasetStoreMixin:
         return meta
 
     def get_dataset_meta(self, did):
+        """The dataset's metadata dict (see :meth:`put_dataset`), or None if unknown or expired."""
         return decode_record(self.r.hgetall(f"{PREFIX}dataset:{did}"))
 
     def load_dataset(self, did):
@@ -84,6 +85,7 @@ class DatasetStoreMixin:
         return X, aux.get("labels"), aux.get("item_ids")
 
     def get_item_ids(self, did):
+        """The dataset's item ids (list of str), or None if it has none or is gone."""
         aux = self.r.get(f"{PREFIX}dataset:{did}:aux")
         return json.loads(aux).get("item_ids") if aux else None
 

@@ -15,12 +15,24 @@ import numpy as np
 
 
 def utcnow_iso(ts=None):
-    """ISO 8601 UTC timestamp with a ``Z`` suffix."""
+    """ISO 8601 UTC timestamp with millisecond precision and a ``Z`` suffix.
+
+    Parameters
+    ----------
+    ts : float or None, default=None
+        Unix time in seconds; None: now.
+
+    Returns
+    -------
+    str
+        For example ``"2026-11-27T09:21:11.000Z"``.
+    """
     dt = datetime.fromtimestamp(ts if ts is not None else time.time(), tz=timezone.utc)
     return dt.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def new_id(prefix):
+    """A new random record id ``"{prefix}_{32 hex digits}"`` (uuid4), e.g. ``new_id("job")``."""
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
@@ -40,8 +52,19 @@ def _finite_json(obj):
 
 
 def decode_record(raw):
-    """A Redis hash of JSON values (``HGETALL`` with bytes keys) as a dict; None when it is empty
-    (the key does not exist)."""
+    """A Redis hash of JSON values as a dict.
+
+    Parameters
+    ----------
+    raw : dict of bytes to bytes
+        ``HGETALL``'s reply (bytes field names, JSON-encoded values).
+
+    Returns
+    -------
+    dict or None
+        Field name (str) to decoded value; None when ``raw`` is empty (the key
+        does not exist).
+    """
     if not raw:
         return None
     return {k.decode(): json.loads(v) for k, v in raw.items()}
@@ -65,11 +88,19 @@ def dumps(obj):
 
 
 def encode_token(ts, jid):
+    """The page token after record ``jid`` created at Unix time ``ts`` (seconds): URL-safe
+    base64 of ``[ts, jid]`` without padding; :func:`decode_token` reads it."""
     return base64.urlsafe_b64encode(json.dumps([ts, jid]).encode()).decode().rstrip("=")
 
 
 def decode_token(token):
-    """Raises ValueError for a malformed token."""
+    """``(ts, id)`` from a token of :func:`encode_token` (ts: Unix time in seconds, float).
+
+    Raises
+    ------
+    ValueError
+        The token is malformed (not one this API returned).
+    """
     try:
         pad = "=" * (-len(token) % 4)
         ts, jid = json.loads(base64.urlsafe_b64decode(token + pad))
@@ -79,7 +110,22 @@ def decode_token(token):
 
 
 def problem(code, title, status, detail, **extra):
-    """An RFC 9457 problem object (dict) for job errors."""
+    """An RFC 9457 problem object for job and session errors.
+
+    Parameters
+    ----------
+    code : str
+        Stable machine-readable code (snake_case); also names the ``type`` URI.
+    title, detail : str
+    status : int
+        HTTP status the problem stands for.
+    **extra
+        Further members (e.g. ``errors``), added as given.
+
+    Returns
+    -------
+    dict
+    """
     body = {"type": f"https://shoal.dev/problems/{code.replace('_', '-')}", "title": title,
             "status": status, "detail": detail, "code": code}
     body.update(extra)
