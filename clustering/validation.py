@@ -22,6 +22,7 @@ from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
     "DENSE_AFFINITY_LIMIT",
+    "MAX_HIERARCHY_DEPTH",
     "check_data",
     "check_hierarchy",
     "check_n_clusters",
@@ -37,6 +38,12 @@ DENSE_AFFINITY_LIMIT = 3000
 # Relevant components (clustering._rca) solve a dense (d, d) generalised eigenproblem:
 # 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
 RCA_MAX_FEATURES = 2000
+# Deepest nesting of a hierarchy given as nested lists (a caterpillar tree of n
+# leaves nests n - 1 levels). Python's JSON decoder and encoder recurse once per
+# level against the interpreter's recursion limit (1000), and the hierarchy is
+# decoded again wherever the job record is read (service, store, worker, whose
+# Celery stack is some 100 frames deep): 500 leaves each of them ample room.
+MAX_HIERARCHY_DEPTH = 500
 
 
 def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=None):
@@ -388,15 +395,21 @@ def raise_on_conflicts(must_link, cannot_link, n_samples):
         )
 
 
-def check_hierarchy(tree, n_samples, *, name="hierarchy"):
+def check_hierarchy(tree, n_samples, *, name="hierarchy", max_depth=MAX_HIERARCHY_DEPTH):
     """Validate a rooted tree given as nested lists of leaf indices.
 
     Parameters
     ----------
-    tree : nested list
-        Leaves are ints in ``[0, n_samples)``; internal nodes are lists with
-        at least two children. Every leaf appears at most once.
+    tree : list or tuple (nested)
+        The root node. Leaves are ints in ``[0, n_samples)``; internal nodes
+        are lists with at least two children. Every leaf appears at most
+        once. A bare leaf is not a hierarchy (it says nothing).
     n_samples : int
+    name : str, default="hierarchy"
+        Field name used in error messages.
+    max_depth : int, default=MAX_HIERARCHY_DEPTH
+        Most levels of nested lists, the root counting as one (a caterpillar
+        tree of n leaves has n - 1).
 
     Returns
     -------
@@ -406,13 +419,19 @@ def check_hierarchy(tree, n_samples, *, name="hierarchy"):
     Raises
     ------
     InvalidInputError
-        Unknown node type, index out of range, repeated leaf, or an internal
-        node with fewer than two children.
+        The root is not a list, unknown node type, index out of range,
+        repeated leaf, an internal node with fewer than two children, or
+        lists nested deeper than ``max_depth``.
     """
+    if isinstance(tree, bool) or not isinstance(tree, (list, tuple)):
+        raise InvalidInputError(
+            f"{name} must be a list (the root node, with at least two children), got {tree!r:.40}",
+            field=name,
+        )
     leaves = []
-    stack = [(tree, "")]
+    stack = [(tree, "", 1)]
     while stack:
-        node, path = stack.pop()
+        node, path, depth = stack.pop()
         if isinstance(node, bool):
             raise InvalidInputError(f"{name}{path} is a boolean, not an item index", field=name)
         if isinstance(node, numbers.Integral):
@@ -422,15 +441,21 @@ def check_hierarchy(tree, n_samples, *, name="hierarchy"):
                 )
             leaves.append(int(node))
         elif isinstance(node, (list, tuple)):
+            if depth > max_depth:
+                raise InvalidInputError(
+                    f"{name} nests lists more than {max_depth} levels deep (a caterpillar tree of n "
+                    f"leaves nests n - 1 levels); at most {max_depth} levels are allowed",
+                    field=name,
+                )
             if len(node) < 2:
                 raise InvalidInputError(
                     f"{name}{path} has {len(node)} child(ren); internal nodes need at least 2",
                     field=name,
                 )
             for i in range(len(node) - 1, -1, -1):
-                stack.append((node[i], f"{path}[{i}]"))
+                stack.append((node[i], f"{path}[{i}]", depth + 1))
         else:
-            raise InvalidInputError(f"{name}{path} = {node!r} is neither an index nor a list", field=name)
+            raise InvalidInputError(f"{name}{path} = {node!r:.40} is neither an index nor a list", field=name)
     arr = np.asarray(leaves, dtype=np.int64)
     uniq, counts = np.unique(arr, return_counts=True)
     if (counts > 1).any():

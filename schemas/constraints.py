@@ -26,7 +26,9 @@ class ConstraintsSchema(Schema):
                            metadata={**_ANSWERED, "description": "[a, b, c, answer]: is a closer to b than to c?"})
     relative = IndexTuples(3, load_default=None, metadata={**_TRIPLETS, "description": "[a, b, c] meaning ab|c"})
     hierarchy = fields.Raw(load_default=None,
-                           metadata={"description": "rooted tree as nested lists of row indices"})
+                           metadata={"description": "rooted tree as nested lists of row indices: the root is a "
+                                                    "list, every inner node has at least two children, at most "
+                                                    "500 levels deep"})
 
     @validates_schema
     def _weights_match(self, data, **kwargs):

@@ -4,7 +4,7 @@ from flask import Flask, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Api
 
-from . import errors, request_id
+from . import body, errors, request_id
 from .config import Config
 
 
@@ -67,6 +67,7 @@ def create_app(config=None):
     _register_session_params(api)
     errors.register(app)
     app.before_request(_require_json)
+    app.before_request(body.check_json_depth)
     idempotency.register(app)
 
     @app.get("/openapi.yaml")

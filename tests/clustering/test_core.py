@@ -38,7 +38,9 @@ from clustering._spectral import (
 )
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 from clustering.validation import (
+    MAX_HIERARCHY_DEPTH,
     check_data,
+    check_hierarchy,
     check_n_clusters,
     check_pairs,
     check_triplets,
@@ -70,6 +72,31 @@ def test_check_data_returns_float64_copy_semantics():
     out = check_data(X)
     assert out.dtype == np.float64 and out.flags.c_contiguous
     np.testing.assert_array_equal(out, X)
+
+
+def _caterpillar(n_leaves):
+    tree = [0, 1]
+    for i in range(2, n_leaves):
+        tree = [tree, i]
+    return tree
+
+
+def test_check_hierarchy_depth_limit_counts_levels_of_lists():
+    n = MAX_HIERARCHY_DEPTH + 2
+    leaves = check_hierarchy(_caterpillar(MAX_HIERARCHY_DEPTH + 1), n)  # exactly at the limit
+    assert sorted(leaves.tolist()) == list(range(MAX_HIERARCHY_DEPTH + 1))
+    with pytest.raises(InvalidInputError, match=f"at most {MAX_HIERARCHY_DEPTH} levels") as exc:
+        check_hierarchy(_caterpillar(MAX_HIERARCHY_DEPTH + 2), n)
+    assert exc.value.field == "hierarchy"
+    with pytest.raises(InvalidInputError, match="at most 3 levels"):
+        check_hierarchy([[[[0, 1], 2], 3], 4], 5, max_depth=3)
+    assert len(check_hierarchy([[[0, 1], 2], 3], 4, max_depth=3)) == 4
+
+
+@pytest.mark.parametrize("tree", [3, True, None, "[0, 1]", {0: 1}])
+def test_check_hierarchy_root_must_be_a_list(tree):
+    with pytest.raises(InvalidInputError, match="must be a list"):
+        check_hierarchy(tree, 5)
 
 
 def test_check_n_clusters_range():

@@ -141,6 +141,22 @@ def test_recon_from_a_client_hierarchy(live, blobs):
     assert _result(live, job)["metrics"]["ari"] == 1.0
 
 
+def test_recon_from_a_hierarchy_at_the_depth_limit_runs_on_the_worker(live):
+    """The worker decodes the job record (hierarchy included) again: at the limit that must still work."""
+    from clustering.validation import MAX_HIERARCHY_DEPTH
+
+    n = MAX_HIERARCHY_DEPTH + 1
+    tree = [0, 1]
+    for i in range(2, n):  # a caterpillar: n - 1 = MAX_HIERARCHY_DEPTH levels
+        tree = [tree, i]
+    did = upload(live, (np.arange(n, dtype=float) ** 2)[:, None])  # centroid linkage agrees: a quick fit
+    job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=2,
+                                 constraints={"hierarchy": tree}).json()["id"])
+    assert job["state"] == "SUCCEEDED", job["error"]
+    labels = _result(live, job)["labels"]
+    assert labels[:-1] == [labels[0]] * (n - 1) and labels[-1] != labels[0]  # the last leaf joins at the root
+
+
 def test_ccskl_returns_beta_and_its_kernel(live, blobs):
     did, X, y = blobs
     rng = np.random.default_rng(4)

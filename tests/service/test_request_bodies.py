@@ -1,0 +1,91 @@
+"""Request bodies at the edges: nesting depth and the hierarchy's depth limit."""
+
+import json
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from clustering.validation import MAX_HIERARCHY_DEPTH
+from service.body import MAX_JSON_DEPTH, json_depth
+
+PROBLEM = "application/problem+json"
+
+
+def caterpillar(n_leaves):
+    """[[[0, 1], 2], ..., n - 1]: nests n - 1 levels deep."""
+    tree = [0, 1]
+    for i in range(2, n_leaves):
+        tree = [tree, i]
+    return tree
+
+
+def _depth(obj):
+    if isinstance(obj, list):
+        return 1 + max(map(_depth, obj), default=0)
+    if isinstance(obj, dict):
+        return 1 + max(map(_depth, obj.values()), default=0)
+    return 0
+
+
+_text = st.text(alphabet='[]{}"\\ab\n\u00e9', max_size=6)
+_json = st.recursive(st.none() | st.integers() | st.floats(allow_nan=False) | _text,
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_text, inner, max_size=3),
+                     max_leaves=30)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_json, st.booleans())
+def test_json_depth_is_the_nesting_depth_whatever_the_strings_hold(obj, ascii_only):
+    raw = json.dumps(obj, ensure_ascii=ascii_only, indent=None if ascii_only else 1).encode()
+    assert json_depth(raw) == _depth(obj)
+
+
+@pytest.mark.parametrize("path", ["/v1/datasets", "/v1/jobs", "/v1/sessions/x/answers", "/v1/constraints/check",
+                                  "/v1/sessions", "/v1/jobs/x/predict", "/v1/sessions/x/questions"])
+@pytest.mark.parametrize("depth", [MAX_JSON_DEPTH + 1, 2000, 100_000])
+def test_a_body_nested_too_deeply_is_a_400_on_every_json_endpoint(client, path, depth):
+    r = client.post(path, data="[" * depth + "]" * depth, content_type="application/json")
+    assert r.status_code == 400 and r.mimetype == PROBLEM, r.json
+    assert r.json["code"] == "json_too_deep" and str(MAX_JSON_DEPTH) in r.json["detail"]
+
+
+def test_a_body_at_the_depth_limit_is_parsed(client):
+    deep = "[" * MAX_JSON_DEPTH + "]" * MAX_JSON_DEPTH
+    r = client.post("/v1/datasets", data=deep, content_type="application/json")
+    assert r.status_code == 422 and r.json["code"] == "invalid_input"  # parsed: a list, not an object
+
+
+@pytest.fixture(scope="module")
+def long_dataset(store):
+    """MAX_HIERARCHY_DEPTH + 2 rows: room for a caterpillar one level deeper than allowed."""
+    from service import create_app
+
+    c = create_app({"TESTING": True, "SHOAL_STORE": store}).test_client()
+    r = c.post("/v1/datasets", json={"data": (np.arange(MAX_HIERARCHY_DEPTH + 2.0) ** 2)[:, None].tolist()})
+    assert r.status_code == 201, r.json
+    return r.json["id"]
+
+
+def _recon(client, did, hierarchy, path="/v1/jobs"):
+    body = {"dataset_id": did, "constraints": {"hierarchy": hierarchy}}
+    if path == "/v1/jobs":
+        body.update(method="recon", n_clusters=2)
+    return client.post(path, json=body)
+
+
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/constraints/check"])
+def test_a_hierarchy_at_the_depth_limit_is_accepted_one_level_deeper_is_a_422(client, long_dataset, path):
+    ok = _recon(client, long_dataset, caterpillar(MAX_HIERARCHY_DEPTH + 1), path)
+    assert ok.status_code in (200, 202), ok.json
+    bad = _recon(client, long_dataset, caterpillar(MAX_HIERARCHY_DEPTH + 2), path)
+    assert bad.status_code == 422 and bad.mimetype == PROBLEM
+    (msg,) = bad.json["errors"]["/constraints/hierarchy"]
+    assert f"at most {MAX_HIERARCHY_DEPTH} levels" in msg
+
+
+@pytest.mark.parametrize("hierarchy", [5, True, "0", {"a": [0, 1]}, [], [3]])
+def test_a_hierarchy_that_is_not_a_tree_of_lists_is_a_422(client, long_dataset, hierarchy):
+    r = _recon(client, long_dataset, hierarchy)
+    assert r.status_code == 422 and "/constraints/hierarchy" in r.json["errors"], r.json
