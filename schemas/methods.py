@@ -240,9 +240,17 @@ class ParamDocSchema(Schema):
     default = fields.Raw(allow_none=True)
     nullable = fields.Boolean()
     choices = fields.List(fields.Raw(), metadata={"description": "the accepted strings"})
-    minimum = fields.Raw(allow_none=True)
-    maximum = fields.Raw(allow_none=True)
-    minimum_exclusive = fields.Raw(allow_none=True)
+    minimum = fields.Raw(allow_none=True, metadata={"description": "lower bound, accepted itself unless "
+                                                                   "exclusiveMinimum is true"})
+    maximum = fields.Raw(allow_none=True, metadata={"description": "upper bound, accepted itself unless "
+                                                                   "exclusiveMaximum is true"})
+    exclusiveMinimum = fields.Boolean(metadata={"description": "true: values must be greater than minimum "
+                                                               "(OpenAPI 3.0); absent: minimum is allowed"})
+    exclusiveMaximum = fields.Boolean(metadata={"description": "true: values must be less than maximum "
+                                                               "(OpenAPI 3.0); absent: maximum is allowed"})
+    minimum_exclusive = fields.Raw(allow_none=True, metadata={
+        "description": "deprecated: the same bound as minimum with exclusiveMinimum, on number-or-string "
+                       "parameters only"})
     description = fields.String()
 
 

@@ -4,6 +4,7 @@ import functools
 
 from flask_smorest import Blueprint
 from marshmallow import fields as mfields
+from marshmallow import validate
 
 from schemas.methods import METHODS, CatalogueSchema
 from schemas.sessions import SESSION_PRESETS, SESSION_STRATEGIES, TripletParamsSchema, URASCParamsSchema
@@ -12,6 +13,23 @@ blp = Blueprint("methods", __name__, url_prefix="/v1/methods", description="Avai
 
 
 def _param_doc(name, field):
+    """One parameter as ``GET /v1/methods`` lists it.
+
+    Bounds follow OpenAPI 3.0 (the version of ``openapi.yaml``): ``minimum`` / ``maximum`` with
+    ``exclusiveMinimum`` / ``exclusiveMaximum: true`` beside them when the bound itself is refused.
+
+    Parameters
+    ----------
+    name : str
+    field : marshmallow.fields.Field
+        The field of the method's (or session strategy's) params schema.
+
+    Returns
+    -------
+    dict
+        ``name``, ``type``, ``default``, ``nullable`` and, where they apply, ``choices``,
+        ``minimum``, ``maximum``, ``exclusiveMinimum``, ``exclusiveMaximum``, ``description``.
+    """
     kind = {mfields.Integer: "integer", mfields.Float: "number", mfields.Boolean: "boolean",
             mfields.String: "string"}
     typ = next((v for k, v in kind.items() if isinstance(field, k)), "any")
@@ -19,14 +37,22 @@ def _param_doc(name, field):
     if hasattr(field, "choices"):  # NumberOrChoice: a number in a range or one of the named strings
         doc["type"] = "integer or string" if field.integer else "number or string"
         doc["choices"] = list(field.choices)
-        doc["minimum" if field.low_inclusive else "minimum_exclusive"] = field.low
+        low = int(field.low) if field.integer else field.low
+        doc["minimum"] = low
+        if not field.low_inclusive:
+            doc["exclusiveMinimum"] = True
+            doc["minimum_exclusive"] = low  # deprecated spelling of the same bound, kept for v1 clients
         if field.high is not None:
             doc["maximum"] = field.high
     for v in field.validators:
         if hasattr(v, "choices"):
             doc["choices"] = list(v.choices)
-        if hasattr(v, "min") and (v.min is not None or v.max is not None):
+        if isinstance(v, validate.Range) and (v.min is not None or v.max is not None):
             doc["minimum"], doc["maximum"] = v.min, v.max
+            if v.min is not None and not v.min_inclusive:
+                doc["exclusiveMinimum"] = True
+            if v.max is not None and not v.max_inclusive:
+                doc["exclusiveMaximum"] = True
     if field.metadata.get("description"):
         doc["description"] = field.metadata["description"]
     return doc
