@@ -129,8 +129,8 @@ class NumberOrChoice(fields.Field):
     high : float or None, default=None
         Inclusive upper bound; None = unbounded.
     integer : bool, default=False
-        Accept only integral numbers (``3`` or ``3.0``, not ``2.5``) and
-        load them as ``int``.
+        Accept only JSON integers (``3``; not ``3.0`` or ``2.5``, as
+        :class:`StrictInteger`), loaded as ``int``.
     **kwargs
         marshmallow ``Field`` options (``load_default``, ``metadata``, ...).
 
@@ -156,10 +156,16 @@ class NumberOrChoice(fields.Field):
     def _deserialize(self, value, attr, data, **kwargs):
         if isinstance(value, str) and value in self.choices:
             return value
-        if _is_number(value) and math.isfinite(value) and (not self.integer or float(value).is_integer()):
-            above = value >= self.low if self.low_inclusive else value > self.low
-            if above and (self.high is None or value <= self.high):
-                return int(value) if self.integer else float(value)
+        number = None
+        if _is_number(value) and (isinstance(value, int) or not self.integer):
+            try:  # integers stay exact; float(10**400) overflows
+                number = value if self.integer else float(value)
+            except OverflowError:
+                pass
+        if number is not None and (self.integer or math.isfinite(number)):
+            above = number >= self.low if self.low_inclusive else number > self.low
+            if above and (self.high is None or number <= self.high):
+                return number
         raise self.make_error("invalid", number="integer" if self.integer else "number", range=self._range(),
                               choices=", ".join(self.choices))
 

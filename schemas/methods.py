@@ -84,13 +84,16 @@ class COPRFParams(_Params):
                        "in the result's extras.dropped_constraints); helps against wrong constraints when the first "
                        "clustering is good (iris 15% wrong: AUC 3.43 against 3.32), hurts when it is not (wdbc, "
                        "segment); twice the time"})
-    rca_components = NumberOrChoice(["all"], low=1.0, low_inclusive=True, integer=True, load_default=None,
-                                    allow_none=True, metadata={
-        "description": "grow the trees on the data plus this many relevant-component features learned from the "
-                       "must-links (all = as many as the data has columns; null = the paper's forest on the data "
-                       "alone); lets axis-aligned splits cut along the directions where the constraints say the "
-                       "clusters part (AUC of the ARI curve with cannot_link_policy=separate and "
-                       "n_neighbors=select: iris 3.65 against 3.49, ionosphere 2.34 against 1.78)"})
+    # high: RCA takes at most 2000 columns (clustering.validation.RCA_MAX_FEATURES, which a test
+    # compares), and never makes more components than columns, so a larger count could mean nothing.
+    rca_components = NumberOrChoice(["all"], low=1.0, low_inclusive=True, high=2000, integer=True,
+                                    load_default=None, allow_none=True, metadata={
+        "description": "grow the trees on the data plus up to this many relevant-component features learned from "
+                       "the must-links (at most one per column of the data: a larger count gives as many as "
+                       "there are columns, like all; null = the paper's forest on the data alone); lets "
+                       "axis-aligned splits cut along the directions where the constraints say the clusters part "
+                       "(AUC of the ARI curve with cannot_link_policy=separate and n_neighbors=select: iris 3.65 "
+                       "against 3.49, ionosphere 2.34 against 1.78)"})
     filter_constraints = fields.Boolean(load_default=True,
                                         metadata={"description": "noisy-constraint filter at each tree's root"})
     filter_fraction = _float(0, 1, 0.5, lo_inclusive=False, hi_inclusive=False,

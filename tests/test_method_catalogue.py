@@ -41,3 +41,9 @@ def test_triplet_session_params_are_active_dcrc_params_with_same_defaults():
     est = ActiveDCRC().get_params(deep=False)
     for name, field in TripletParamsSchema().fields.items():
         assert name in est and field.load_default == est[name], name
+
+
+def test_rca_components_wire_bound_is_the_rca_column_limit():
+    from clustering.validation import RCA_MAX_FEATURES
+
+    assert WIRE["cop_rf"]["params"]().fields["rca_components"].high == RCA_MAX_FEATURES
