@@ -63,11 +63,15 @@ def create_app(config=None):
     from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
 
     for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):
+        # flask-smorest's etag decorator only sets the ETag; _not_modified answers every conditional GET
+        # (its own check, a strong comparison answered without the ETag, would come first).
+        bp._check_not_modified = _etag_checked_after_request
         api.register_blueprint(bp)
     _register_session_params(api)
     errors.register(app)
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
+    app.after_request(_not_modified)
     idempotency.register(app)
 
     @app.get("/openapi.yaml")
@@ -92,6 +96,30 @@ def _require_json():
         if not request.is_json:
             raise errors.ApiError(415, "unsupported_media_type",
                                   f"send the body as application/json, not {request.mimetype or 'no type'}")
+
+
+def _etag_checked_after_request(etag):
+    """Stands in for flask-smorest's ``Blueprint._check_not_modified``: :func:`_not_modified` decides."""
+
+
+def _not_modified(response):
+    """after_request: 304 when ``If-None-Match`` matches the response's ETag by weak comparison.
+
+    RFC 9110 13.1.2: If-None-Match compares weakly, so ``W/"x"`` matches ``"x"``,
+    and ``*`` matches any current representation. flask-smorest's ``etag``
+    decorator (jobs, results, sessions, models) computes and sets the ETag but
+    would answer 304 only for a strong match and without the ETag header, so
+    its own check is replaced in :func:`create_app` and every conditional GET
+    is answered here. The 304 keeps the headers (``ETag``, ``Retry-After``,
+    ..., as RFC 9110 15.4.5 asks) and drops the body.
+    """
+    if request.method in ("GET", "HEAD") and response.status_code == 200 and request.if_none_match:
+        etag, _ = response.get_etag()
+        if etag and request.if_none_match.contains_weak(etag):
+            response.status_code = 304
+            response.set_data(b"")
+            response.headers.pop("Content-Type", None)
+    return response
 
 
 def get_store():
