@@ -33,7 +33,8 @@ class JobCreateSchema(Schema):
     callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
                               metadata={"description": "POSTed a signed event when the job ends; public hosts "
                                                        "only (loopback, private and link-local hosts get a 422 "
-                                                       "unless SHOAL_CALLBACK_ALLOW_PRIVATE is set)"})
+                                                       "unless SHOAL_CALLBACK_ALLOW_PRIVATE is set); a port in "
+                                                       "1-65535, no user:password@, IPv4 hosts as a.b.c.d"})
 
 
 class ProgressSchema(Schema):

@@ -8,10 +8,14 @@ resolves to a public address for the check and to a private one a moment later
 """
 
 import ipaddress
+import re
 import socket
 from urllib.parse import urlsplit
 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain")
+# A last label that is a number (decimal, or 0x hex) makes a host an IPv4 address to URL parsers
+# (WHATWG URL "ends in a number"), never a DNS name.
+_NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
 def _not_public(address):
@@ -19,21 +23,84 @@ def _not_public(address):
     return not (mapped or address).is_global
 
 
-def callback_target_error(url, *, allow_private):
-    """Why ``url`` may not receive a callback, judged without a DNS lookup, or None.
+def _ipv4_like(host):
+    """Would a resolver or URL parser read ``host`` as an IPv4 address, in any notation?"""
+    if ":" in host:  # an IPv6 literal (its last group may look like a number)
+        return False
+    if _NUMERIC_LABEL.fullmatch(host.rsplit(".", 1)[-1]):
+        return True
+    try:  # glibc also reads 2130706433, 0x7f000001, 0177.0.0.1, 127.1 and "1.2.3.4 junk" as addresses
+        socket.inet_aton(host)
+        return True
+    except OSError:
+        return False
 
-    Refuses local names (``localhost``, ``*.local``, ``*.internal``, ...) and
-    literal addresses that are not globally routable. The service calls it at
-    submission (no DNS in a request); the worker also resolves names, see
-    :func:`pinned_address`.
+
+def callback_url_error(url):
+    """Why ``url`` cannot be a callback URL in any deployment, or None.
+
+    The form of the URL, not where it points: the scheme is http or https;
+    the port, if given, is in 1-65535; there are no credentials
+    (``user:password@``), which would be stored with the job or session and
+    shown in every view of it; and a host that reads as an IPv4 address is
+    one in canonical dotted-quad form (``2130706433``, ``0x7f000001``,
+    ``0177.0.0.1``, ``127.1`` and ``256.1.1.1`` are refused: resolvers read
+    such forms differently, and some of them as loopback). Shared by the
+    service (a 422 at submission) and the worker (which then drops the
+    callback instead of retrying it).
 
     Parameters
     ----------
     url : str
-        An http(s) URL (the schema has already checked the scheme).
+
+    Returns
+    -------
+    str or None
+        A sentence naming the reason, e.g. ``"port 99999 is outside 1-65535"``.
+    """
+    try:
+        parts = urlsplit(url)
+    except ValueError as exc:  # e.g. unbalanced [ ] around an IPv6 address
+        return f"the URL cannot be parsed: {exc}"
+    try:
+        port = parts.port
+    except ValueError:  # above 65535 or not a number
+        return f"port {parts.netloc.rpartition(':')[2][:20]!r} is not a number in 1-65535"
+    if parts.scheme not in ("http", "https"):
+        return "only http and https URLs receive callbacks"
+    if parts.username is not None or parts.password is not None:
+        return ("the URL carries credentials (user:password@): they would be stored with the job and shown in "
+                "its views; authenticate callbacks by their webhook-signature header instead")
+    if port is not None and not 1 <= port <= 65535:
+        return f"port {port} is outside 1-65535"
+    host = (parts.hostname or "").rstrip(".").lower()
+    if not host:
+        return "the URL has no host"
+    if _ipv4_like(host):
+        try:
+            ipaddress.IPv4Address(host)
+        except ValueError:
+            return (f"{host} is not an IPv4 address in dotted-quad form (four numbers 0-255 without leading "
+                    "zeros); write the address as a.b.c.d or use a host name")
+    return None
+
+
+def callback_target_error(url, *, allow_private):
+    """Why ``url`` may not receive a callback, judged without a DNS lookup, or None.
+
+    Refuses malformed URLs (:func:`callback_url_error`, whatever
+    ``allow_private`` says), local names (``localhost``, ``*.local``,
+    ``*.internal``, ...) and literal addresses that are not globally
+    routable. The service calls it at submission (no DNS in a request); the
+    worker also resolves names, see :func:`pinned_address`.
+
+    Parameters
+    ----------
+    url : str
+        An http(s) URL.
     allow_private : bool
-        Accept every target (``SHOAL_CALLBACK_ALLOW_PRIVATE=1``: tests, private
-        deployments whose clients live on the same network).
+        Accept private and local targets (``SHOAL_CALLBACK_ALLOW_PRIVATE=1``:
+        tests, private deployments whose clients live on the same network).
 
     Returns
     -------
@@ -41,11 +108,10 @@ def callback_target_error(url, *, allow_private):
         A sentence naming the reason, e.g. ``"127.0.0.1 is not a public
         address"``.
     """
-    if allow_private:
-        return None
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
-    if not host:
-        return "the URL has no host"
+    malformed = callback_url_error(url)
+    if malformed or allow_private:
+        return malformed
+    host = urlsplit(url).hostname.rstrip(".").lower()
     if host == "localhost" or host.endswith(_LOCAL_SUFFIXES):
         return f"{host} is a local name"
     try:
@@ -77,14 +143,15 @@ def pinned_address(url, *, allow_private):
     Raises
     ------
     CallbackRefused
-        The host is a local name, or one of its addresses is not public.
+        The URL is malformed (:func:`callback_url_error`), the host is a local
+        name, or one of its addresses is not public.
     OSError
         The name does not resolve (possibly transient: the caller retries).
     """
-    host = (urlsplit(url).hostname or "").rstrip(".").lower()
     reason = callback_target_error(url, allow_private=allow_private)
     if reason:
         raise CallbackRefused(reason)
+    host = urlsplit(url).hostname.rstrip(".").lower()
     try:
         return str(ipaddress.ip_address(host))
     except ValueError:

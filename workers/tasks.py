@@ -291,7 +291,8 @@ def _send_event(task, url, event, what):
 
     The host is resolved and checked at every attempt (it may resolve elsewhere
     by now) and the POST goes to the checked address (no second lookup). A
-    refused target is logged and dropped; a network error or non-2xx answer
+    refused target or a URL the HTTP client cannot use (ValueError) is logged
+    and dropped; a network error or non-2xx answer
     retries with exponential backoff (5 s doubling, at most 600 s) under the
     same ``webhook-id``; the timestamp and signature are those of each attempt.
     """
@@ -311,6 +312,9 @@ def _send_event(task, url, event, what):
             raise RuntimeError(f"callback answered {status}")
     except CallbackRefused as exc:
         log.warning("%s: callback to %s not sent: %s", what, url, exc)
+        return
+    except ValueError as exc:  # a URL the HTTP client cannot use: retrying would not change it
+        log.warning("%s: callback to %s not sent: unusable URL: %s", what, url, exc)
         return
     except Exception as exc:  # noqa: BLE001 - DNS, connection or TLS failure, or a non-2xx answer
         raise task.retry(exc=exc, countdown=min(2 ** task.request.retries * 5, 600))

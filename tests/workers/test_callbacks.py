@@ -11,7 +11,13 @@ import threading
 import pytest
 import urllib3
 
-from workers.callbacks import CallbackRefused, callback_target_error, pinned_address, post_pinned
+from workers.callbacks import (
+    CallbackRefused,
+    callback_target_error,
+    callback_url_error,
+    pinned_address,
+    post_pinned,
+)
 
 
 @pytest.fixture()
@@ -68,6 +74,62 @@ def test_service_check_does_not_resolve_names(fake_dns):
     assert callback_target_error("http://intranet.example.com/x", allow_private=False) is None
     assert "not a public address" in callback_target_error("http://10.0.0.7/x", allow_private=False)
     assert fake_dns == []
+
+
+# URLs no deployment may call back, with a word of the reason: bad ports, credentials, IPv4 hosts in
+# notations other than a.b.c.d (resolvers read 2130706433 and 0x7f000001 as 127.0.0.1), bad quads.
+MALFORMED = [
+    ("http://example.org:99999/x", "1-65535"),
+    ("http://example.org:0/x", "1-65535"),
+    ("http://example.org:65536/x", "1-65535"),
+    ("http://example.org:http/x", "1-65535"),
+    ("https://user:pw@example.org/x", "credentials"),
+    ("https://token@example.org/x", "credentials"),
+    ("http://2130706433/x", "dotted-quad"),
+    ("http://0x7f000001/x", "dotted-quad"),
+    ("http://0x7f.0.0.1/x", "dotted-quad"),
+    ("http://0177.0.0.1/x", "dotted-quad"),
+    ("http://127.1/x", "dotted-quad"),
+    ("http://256.1.1.1/x", "dotted-quad"),
+    ("http://1.2.3.4.5/x", "dotted-quad"),
+    ("http://example.123/x", "dotted-quad"),
+    ("http://[::1/x", "cannot be parsed"),
+    ("ftp://example.org/x", "http and https"),
+]
+WELL_FORMED = ["http://example.org:65535/x", "http://example.org:1/x", "https://93.184.216.34/x",
+               "http://93.184.216.34./x", "http://[2606:4700::1]:8443/x", "http://1.2.3.4.example.com/x",
+               "https://hooks.example.com/x?token=abc"]
+
+
+@pytest.mark.parametrize("url, reason", MALFORMED)
+def test_a_malformed_url_is_refused_in_every_deployment_without_a_lookup(fake_dns, url, reason):
+    assert reason in callback_url_error(url)
+    for allow_private in (False, True):
+        assert reason in callback_target_error(url, allow_private=allow_private)
+        with pytest.raises(CallbackRefused, match=reason):  # the worker drops it: no retry would help
+            pinned_address(url, allow_private=allow_private)
+    assert fake_dns == []
+
+
+@pytest.mark.parametrize("url", WELL_FORMED)
+def test_well_formed_urls_pass_the_form_check(url):
+    assert callback_url_error(url) is None
+
+
+def test_the_worker_drops_a_malformed_callback_and_retries_a_failed_delivery(store, monkeypatch):
+    """Celery's own apply(): a dropped callback ends the task, a connection error retries it."""
+    from workers import tasks
+
+    monkeypatch.setattr(tasks, "_store", store)  # the test stack's Redis (SHOAL_CALLBACK_ALLOW_PRIVATE=1)
+    event = {"type": "session.completed", "session_id": "ses_x"}
+    for url, _ in MALFORMED:
+        run = tasks.deliver_session_webhook.apply(args=["ses_x", url, event])
+        assert run.successful() and run.result is None, (url, run.result)
+    with socket.socket() as s:  # a port nobody listens on: connection refused, a transient failure
+        s.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{s.getsockname()[1]}/hook"
+    run = tasks.deliver_session_webhook.apply(args=["ses_x", closed, event])
+    assert not run.successful() and isinstance(run.result, urllib3.exceptions.HTTPError)  # retried, then failed
 
 
 class _Recorder(http.server.BaseHTTPRequestHandler):
