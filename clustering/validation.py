@@ -22,12 +22,14 @@ from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
     "DENSE_AFFINITY_LIMIT",
+    "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
     "check_data",
     "check_hierarchy",
     "check_n_clusters",
     "check_pairs",
     "check_triplets",
+    "check_values",
     "check_weights",
     "find_pairwise_conflicts",
 ]
@@ -38,6 +40,13 @@ DENSE_AFFINITY_LIMIT = 3000
 # Relevant components (clustering._rca) solve a dense (d, d) generalised eigenproblem:
 # 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
 RCA_MAX_FEATURES = 2000
+# Largest magnitude of a data value. Finite values near float64's limit (1.8e308) overflow as soon
+# as an estimator squares them: distances become inf and the neighbour search, the forest's
+# feature ranges and the z-scoring break (reshape errors, "Range exceeds valid bounds", a column
+# of zeros). Below 1e100 a squared difference is at most 4e200, so a squared distance over any
+# number of features, and any sum of such terms over the pairs or cells of the largest dataset
+# allowed (well under 1e100 terms), stays below 1e300; real measurements are nowhere near it.
+MAX_ABS_VALUE = 1e100
 # Deepest nesting of a hierarchy given as nested lists (a caterpillar tree of n
 # leaves nests n - 1 levels). Python's JSON decoder and encoder recurse once per
 # level against the interpreter's recursion limit (1000), and the hierarchy is
@@ -69,8 +78,9 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
     Raises
     ------
     InvalidInputError
-        Ragged rows, non-numeric cells, wrong number of dimensions, NaN or
-        infinity (the first offending cell is named), too few or too many rows.
+        Ragged rows, non-numeric cells, wrong number of dimensions, NaN,
+        infinity or a value beyond ``±MAX_ABS_VALUE`` (the first offending
+        cell is named, see :func:`check_values`), too few or too many rows.
     """
     if isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
         arr = X
@@ -100,15 +110,38 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
     if max_features is not None and d > max_features:
         raise InvalidInputError(f"{name} has {d} columns, at most {max_features} are allowed", field=name)
     arr = np.ascontiguousarray(arr, dtype=np.float64)
-    finite = np.isfinite(arr)
-    if not finite.all():
-        r, c = map(int, np.argwhere(~finite)[0])
-        raise InvalidInputError(
-            f"{name}[{r}][{c}] is {float(arr[r, c])}; values must be finite numbers",
-            field=name,
-            index=(r, c),
-        )
+    check_values(arr, name=name)
     return arr
+
+
+def check_values(X, *, name="X"):
+    """Check that every value is finite and at most :data:`MAX_ABS_VALUE` in magnitude.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    name : str, default="X"
+        Field name used in error messages.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first offending cell in row-major order as ``name[r][c]``
+        (``index=(r, c)``): NaN, infinity, or a finite value beyond
+        ``±MAX_ABS_VALUE``, which would overflow once squared and summed.
+    """
+    if np.abs(X).max(initial=0.0) <= MAX_ABS_VALUE:  # also False with a NaN
+        return
+    r, c = map(int, np.argwhere(~(np.abs(X) <= MAX_ABS_VALUE))[0])
+    v = float(X[r, c])
+    if not np.isfinite(v):
+        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
+    raise InvalidInputError(
+        f"{name}[{r}][{c}] = {v:g} is too large: values must lie within ±{MAX_ABS_VALUE:g} (squared "
+        "distances between larger values overflow 64-bit floats); rescale the data",
+        field=name,
+        index=(r, c),
+    )
 
 
 def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", allow_none=False):

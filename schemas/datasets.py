@@ -15,7 +15,7 @@ class DatasetCreateSchema(Schema):
         metadata={
             "type": "array",
             "items": {"type": "array", "items": {"type": "number"}},
-            "description": "n x d matrix of finite numbers, one row per item",
+            "description": "n x d matrix of finite numbers, each at most 1e100 in magnitude, one row per item",
         },
     )
     labels = fields.List(

@@ -3,6 +3,8 @@
 from flask import current_app, url_for
 from flask_smorest import Blueprint
 
+from clustering.exceptions import InvalidInputError
+from clustering.validation import check_values
 from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, DatasetListSchema, DatasetSchema
 from workers.session_store import dataset_in_use
 
@@ -30,6 +32,29 @@ def check_size(X, min_rows=2):
                        errors={"/data": [f"at least {min_rows} rows"]})
 
 
+def check_data_values(X):
+    """422 unless every cell of ``X`` is finite and within ``±clustering.validation.MAX_ABS_VALUE``.
+
+    The estimators' own check (:func:`clustering.validation.check_values`), run on
+    the upload so that a matrix no method could fit is refused before it is stored.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_rows, n_cols), float64
+        The parsed ``data`` of a dataset or predict request.
+
+    Raises
+    ------
+    ApiError
+        422 ``invalid_input`` with the pointer ``/data`` (as the schema's NaN
+        errors) and a message naming the first offending cell ``data[r][c]``.
+    """
+    try:
+        check_values(X, name="data")
+    except InvalidInputError as exc:
+        raise ApiError(422, "invalid_input", str(exc), errors={"/data": [str(exc)]}) from exc
+
+
 def dataset_or_404(store, dataset_id, pointer=None):
     meta = store.get_dataset_meta(dataset_id)
     if meta is None:
@@ -47,6 +72,7 @@ def create_dataset(body):
     """Upload an (n, d) numeric matrix, optional ground-truth labels and item ids."""
     X = body["data"]
     check_size(X)
+    check_data_values(X)
     meta = get_store().put_dataset(X, name=body.get("name"), labels=body.get("labels"),
                                    item_ids=body.get("item_ids"))
     return meta, 201, {"Location": url_for("datasets.get_dataset", dataset_id=meta["id"])}

@@ -25,7 +25,7 @@ from workers.submit import submit_job
 from . import get_store
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
-from .datasets import check_size, dataset_or_404
+from .datasets import check_data_values, check_size, dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
 from .idempotency import idempotent
 from .presets import params_with_preset
@@ -262,6 +262,7 @@ def predict(body, job_id):
     meta = dataset_or_404(store, parent["dataset_id"])
     X = body["data"]
     check_size(X, min_rows=1)
+    check_data_values(X)
     if X.shape[1] != meta["n_features"]:
         raise ApiError(422, "invalid_input", f"data has {X.shape[1]} columns, the model was fitted on "
                        f"{meta['n_features']}", errors={"/data": [f"rows must have {meta['n_features']} values"]})

@@ -107,14 +107,47 @@ def top_k_rows_from_factor(E, k, block=1024):
     return _top_k_from_blocks(((lo, E[lo:lo + block] @ E.T) for lo in range(0, n, block)), n, min(k, n - 1))
 
 
+def zscore_stats(X):
+    """Column means and standard deviations of ``X``, computed without overflow.
+
+    Each column is divided by its largest magnitude first, so squaring the
+    deviations cannot overflow even for values near float64's limit (``np.std``
+    of ``normal * 1e300`` is inf, and z-scoring by it made every value 0).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+        Finite values.
+
+    Returns
+    -------
+    mean : ndarray of shape (n_features,), float64
+    std : ndarray of shape (n_features,), float64
+        Positive; 1.0 for a constant column (which then z-scores to 0).
+    """
+    peak = np.abs(X).max(axis=0, initial=0.0)
+    peak = np.where(peak > 0, peak, 1.0)
+    scaled = X / peak
+    mean, std = scaled.mean(axis=0) * peak, scaled.std(axis=0) * peak
+    return mean, np.where(std > 0, std, 1.0)
+
+
 def zscore(X, mean=None, std=None):
     """Standardise columns (constant columns become 0); returns a new array.
 
-    ``mean`` / ``std`` (shape (d,)) reuse a training set's statistics.
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+    mean, std : array-like of shape (n_features,) or None
+        A training set's statistics (:func:`zscore_stats`) to reuse, as for
+        predict; None: those of ``X``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_features), float64
     """
     if mean is None:
-        mean, std = X.mean(axis=0), X.std(axis=0)
-        std = np.where(std == 0, 1.0, std)
+        mean, std = zscore_stats(X)
     return (X - np.asarray(mean)) / np.asarray(std)
 
 
@@ -201,8 +234,8 @@ def run_job(self, job_id):
         state = registry.model_state(job["method"], estimator)
         if state is not None:
             if job.get("scale") == "zscore":
-                state["_scale"] = {"mean": X_raw.mean(axis=0).tolist(),
-                                   "std": np.where(X_raw.std(axis=0) == 0, 1.0, X_raw.std(axis=0)).tolist()}
+                mean, std = zscore_stats(X_raw)
+                state["_scale"] = {"mean": mean.tolist(), "std": std.tolist()}
             store.save_model_state(job_id, state)
         final = store.finish_job(job_id, "SUCCEEDED")
     except JobCancelled:
@@ -246,6 +279,10 @@ def run_predict(store, job):
         est = registry.restore(job["method"], job["params"], state)
         t0 = time.perf_counter()
         proba = est.predict_proba(X)
+        bad = ~np.isfinite(proba).all(axis=1)
+        if bad.any():  # never report NaN probabilities (as null) with a label picked from them
+            raise InvalidInputError(f"the model gives no probabilities for row {int(np.flatnonzero(bad)[0])}: its "
+                                    "values lie too far outside those the model was fitted on", field="data")
         labels = proba.argmax(axis=1)
         result = {"job_id": job_id, "method": job["method"], "parent_job_id": job["parent_job_id"],
                   "labels": labels.tolist(), "item_ids": data[2], "n_clusters": int(proba.shape[1]),
@@ -257,6 +294,9 @@ def run_predict(store, job):
                   "diagnostics": {}, "extras": {"probabilities": np.round(proba, 6).tolist()}}
         store.save_result(job_id, result)
         return store.finish_job(job_id, "SUCCEEDED")
+    except InvalidInputError as exc:  # rows the model cannot score (e.g. inf once z-scored)
+        return store.finish_job(job_id, "FAILED", error=problem(
+            "invalid_job", "Job input is not usable", 422, str(exc)))
     except Exception as exc:  # noqa: BLE001
         log.exception("predict job %s failed", job_id)
         return store.finish_job(job_id, "FAILED", error=problem(

@@ -4,8 +4,10 @@ import numpy as np
 import pytest
 from sklearn.base import clone
 from sklearn.datasets import make_blobs
+from sklearn.metrics import adjusted_rand_score
 
 from clustering.exceptions import InvalidInputError
+from clustering.validation import MAX_ABS_VALUE
 from workers.registry import METHODS, build, fit_kwargs
 
 X, Y = make_blobs(45, centers=[[0, 0], [6, 6], [-6, 6]], cluster_std=0.6, random_state=2)
@@ -62,6 +64,26 @@ def test_nan_is_a_clear_error(method):
     bad[3, 1] = np.nan
     with pytest.raises(InvalidInputError, match=r"X\[3\]\[1\]"):
         est.fit(bad, **kw)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+def test_a_value_beyond_the_magnitude_limit_is_a_clear_error(method):
+    """Finite but huge values overflowed once squared (reshape errors, 'Range exceeds valid bounds')."""
+    est, kw = _case(method)
+    bad = X.copy()
+    bad[3, 1], bad[7, 0] = 1e308, -1e308
+    with pytest.raises(InvalidInputError, match=r"X\[3\]\[1\] = 1e\+308 is too large"):
+        est.fit(bad, **kw)
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("scale", [MAX_ABS_VALUE, 1 / MAX_ABS_VALUE])
+def test_data_scaled_to_the_magnitude_limit_clusters_as_the_original(method, scale):
+    est, kw = _case(method)
+    big = X * (scale / np.abs(X).max())
+    assert np.abs(big).max() <= MAX_ABS_VALUE
+    labels = est.fit(big, **kw).labels_
+    assert adjusted_rand_score(Y, labels) > 0.9, method
 
 
 @pytest.mark.parametrize("method", sorted(METHODS))

@@ -2,6 +2,7 @@
 
 import io
 import json
+import time
 
 import numpy as np
 import pytest
@@ -98,6 +99,47 @@ def test_zscore_scaling_does_not_change_the_stored_dataset(live, blobs):
     job = wait_done(live, submit(live, dataset_id=did, method="spectral", n_clusters=3, scale="zscore").json()["id"])
     assert job["state"] == "SUCCEEDED"
     assert requests.get(f"{live}/v1/datasets/{did}", timeout=30).json()["checksum"] == before
+
+
+def test_data_at_the_magnitude_limit_runs_on_every_method_and_session(live, blobs):
+    """Values up to 1e100 run on the worker (1e308 crashed the graph methods, COP-RF, ReCon and pairwise
+    sessions; it is now refused at upload), and z-scoring them gives the clustering of the unscaled data."""
+    from sklearn.metrics import adjusted_rand_score
+
+    from clustering.validation import MAX_ABS_VALUE
+
+    did, X, y = blobs
+    big = upload(live, X * (MAX_ABS_VALUE / np.abs(X).max()), y)
+    pairs = _constraints(y, 20, seed=7)
+    relative = [[int(i), int(j), int(k)] for i, j, k in np.random.default_rng(7).choice(len(y), (300, 3))
+                if y[i] == y[j] != y[k] and i != j][:40]
+    runs = [("spectral", {}), ("e2cp", pairs), ("ccskl", pairs), ("spectral_learning", pairs),
+            ("cop_kmeans", pairs), ("cop_rf", pairs), ("recon", {"relative": relative})]
+    jobs = {m: submit(live, dataset_id=big, method=m, n_clusters=3, constraints=c or None,
+                      params={"n_estimators": 40, "filter_repeats": 20} if m == "cop_rf" else {}).json()["id"]
+            for m, c in runs}
+    scaled = {d: submit(live, dataset_id=d, method="spectral", n_clusters=3, scale="zscore").json()["id"]
+              for d in (big, did)}
+    session = requests.post(f"{live}/v1/sessions", json={"dataset_id": big, "n_clusters": 3, "budget": 5,
+                                                         "scale": "none"}, timeout=30)
+    assert session.status_code == 201, session.text
+
+    def labels(jid):
+        job = wait_done(live, jid)
+        assert job["state"] == "SUCCEEDED", (job["method"], job["error"])
+        return requests.get(f"{live}{job['result_url']}", timeout=30).json()["labels"]
+
+    for m, jid in jobs.items():
+        assert adjusted_rand_score(y, labels(jid)) > 0.9, m
+    assert adjusted_rand_score(labels(scaled[big]), labels(scaled[did])) == 1.0
+    sid = session.json()["id"]
+    deadline = time.monotonic() + 60
+    while (s := requests.get(f"{live}/v1/sessions/{sid}", timeout=30).json())["state"] == "INITIALIZING":
+        assert time.monotonic() < deadline, s
+        time.sleep(0.1)
+    assert s["state"] == "ACTIVE", s.get("error")
+    model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30)
+    assert model.status_code == 200 and len(model.json()["labels"]) == len(y), model.text
 
 
 def test_callback_is_signed_standard_webhook(live, blobs):
