@@ -2,7 +2,7 @@
 
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
-from .fields import Matrix
+from .fields import Matrix, no_repeats
 from .paging import PageArgsSchema
 
 
@@ -26,6 +26,7 @@ class DatasetCreateSchema(Schema):
     item_ids = fields.List(
         fields.String(validate=validate.Length(min=1, max=200)),
         load_default=None,
+        validate=no_repeats("item id"),
         metadata={"description": "Optional client item ids, unique; results and errors use them"},
     )
 
@@ -46,10 +47,6 @@ class DatasetCreateSchema(Schema):
         if ids is not None and n is not None:
             if len(ids) != n:
                 errors["item_ids"] = [f"has {len(ids)} values for {n} rows"]
-            elif len(set(ids)) != len(ids):
-                seen = set()
-                dup = next(i for i in ids if i in seen or seen.add(i))
-                errors["item_ids"] = [f"item id {dup!r} appears more than once"]
         if errors:
             raise ValidationError(errors)
 

@@ -33,6 +33,31 @@ def one_of(default, choices, description=None):
     return fields.String(load_default=default, validate=validate.OneOf(list(choices)), metadata=metadata)
 
 
+def no_repeats(what):
+    """A list validator refusing repeated values, e.g. ``no_repeats("item id")``.
+
+    Parameters
+    ----------
+    what : str
+        What one value is, for the message.
+
+    Returns
+    -------
+    callable
+        ``check(values)`` raising ``marshmallow.ValidationError`` ("item id 'a'
+        appears more than once") on the first repeated value.
+    """
+
+    def check(values):
+        seen = set()
+        for v in values:
+            if v in seen:
+                raise ValidationError(f"{what} {v!r} appears more than once")
+            seen.add(v)
+
+    return check
+
+
 def _is_number(v):
     return isinstance(v, numbers.Real) and not isinstance(v, bool)
 

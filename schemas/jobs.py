@@ -3,7 +3,7 @@
 from marshmallow import RAISE, Schema, fields, validate
 
 from .constraints import ConstraintsSchema
-from .fields import Matrix, StrictInteger
+from .fields import Matrix, StrictInteger, no_repeats
 from .paging import PageArgsSchema
 
 STATES = ("QUEUED", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED")
@@ -99,4 +99,6 @@ class PredictRequestSchema(Schema):
 
     data = Matrix(required=True, metadata={"type": "array", "items": {"type": "array", "items": {"type": "number"}},
                                            "description": "m x d matrix, same d as the fitted dataset"})
-    item_ids = fields.List(fields.String(validate=validate.Length(min=1, max=200)), load_default=None)
+    item_ids = fields.List(fields.String(validate=validate.Length(min=1, max=200)), load_default=None,
+                           validate=no_repeats("item id"),
+                           metadata={"description": "optional ids of the rows, unique; the result lists them"})

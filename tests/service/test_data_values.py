@@ -60,6 +60,8 @@ def dcrc_job(client, store, blobs_dataset):
 @pytest.mark.parametrize("body, pointer, words", [
     ({"data": [[-1e308, -1e308]]}, "/data", "data[0][0]"),
     ({"data": [[0.0, 1.0], [2.0, 1e101]]}, "/data", "data[1][1]"),
+    ({"data": [[0.0, 1.0], [2.0, 3.0]], "item_ids": ["a", "a"]}, "/item_ids", "'a' appears more than once"),
+    ({"data": [[0.0, 1.0], [2.0, 3.0]], "item_ids": ["a", "b", "a"]}, "/item_ids", "more than once"),
 ])
 def test_predict_refuses_what_a_dataset_upload_refuses(client, dcrc_job, body, pointer, words):
     before = client.get(f"/v1/jobs?page_size=100").json["jobs"]
