@@ -43,15 +43,17 @@ RCA_MAX_FEATURES = 2000
 # Largest magnitude of a data value. Finite values near float64's limit (1.8e308) overflow as soon
 # as an estimator squares them: distances become inf and the neighbour search, the forest's
 # feature ranges and the z-scoring break (reshape errors, "Range exceeds valid bounds", a column
-# of zeros). Below 1e100 a squared difference is at most 4e200, so a squared distance over any
-# number of features, and any sum of such terms over the pairs or cells of the largest dataset
-# allowed (well under 1e100 terms), stays below 1e300; real measurements are nowhere near it.
+# of zeros). Within 1e100 a squared difference is at most 4e200, so squared distances, and sums
+# of them over every pair and feature of any dataset the service accepts (fewer than 1e20 terms),
+# stay below 1e221, far from float64's 1.8e308; real measurements are nowhere near 1e100.
 MAX_ABS_VALUE = 1e100
 # Deepest nesting of a hierarchy given as nested lists (a caterpillar tree of n
 # leaves nests n - 1 levels). Python's JSON decoder and encoder recurse once per
 # level against the interpreter's recursion limit (1000), and the hierarchy is
-# decoded again wherever the job record is read (service, store, worker, whose
-# Celery stack is some 100 frames deep): 500 leaves each of them ample room.
+# decoded again wherever the job record is read (service, store, and the worker,
+# whose Celery stack is deeper than a request's): at 500 levels each of them has
+# room to spare (ReCon fitted a 500-deep caterpillar with 470 frames already on
+# the stack).
 MAX_HIERARCHY_DEPTH = 500
 
 

@@ -1,8 +1,8 @@
-"""Request bodies: JSON only, and nested no deeper than :data:`MAX_JSON_DEPTH`.
+"""JSON request bodies nest no deeper than :data:`MAX_JSON_DEPTH`.
 
 Python's JSON decoder recurses once per nested array or object against the
-interpreter's recursion limit (1000 frames, some 100 of which a request
-already uses), so a body such as ``"[" * 2000 + "]" * 2000`` would raise
+interpreter's recursion limit (1000 frames, part of which the request
+itself uses), so a body such as ``"[" * 2000 + "]" * 2000`` would raise
 RecursionError inside the parser. The depth is measured on the raw bytes
 before anything parses them, and a body nested deeper is a 400.
 """

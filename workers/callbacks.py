@@ -32,7 +32,7 @@ def _ipv4_like(host):
     try:  # glibc also reads 2130706433, 0x7f000001, 0177.0.0.1, 127.1 and "1.2.3.4 junk" as addresses
         socket.inet_aton(host)
         return True
-    except OSError:
+    except (OSError, ValueError):  # ValueError: an embedded NUL
         return False
 
 
@@ -56,7 +56,7 @@ def callback_url_error(url):
     Returns
     -------
     str or None
-        A sentence naming the reason, e.g. ``"port 99999 is outside 1-65535"``.
+        A sentence naming the reason, e.g. ``"port 0 is outside 1-65535"``.
     """
     try:
         parts = urlsplit(url)
