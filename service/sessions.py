@@ -9,7 +9,7 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
-from clustering.validation import check_n_clusters
+from clustering.validation import ACTIVE_MIN_SAMPLES, check_n_clusters, check_urasc_n_clusters
 from schemas.sessions import (
     DEFAULT_LEASE_SECONDS,
     SESSION_PRESETS,
@@ -54,9 +54,13 @@ def session_or_404(ss, sid):
 
 
 def _pending_reason(rec):
-    if rec.get("pass_started_at"):
-        return f"re-clustering with the latest answers is running (started {rec['pass_started_at']})"
-    return "re-clustering with the latest answers is queued"
+    """Why the model is behind the latest answers: the last pass failed, or a pass is running or queued."""
+    running = (f"re-clustering with the latest answers is running (started {rec['pass_started_at']})"
+               if rec.get("pass_started_at") else None)
+    if rec["state"] == "FAILED":
+        detail = (rec.get("error") or {}).get("detail") or "unknown error"
+        return f"re-clustering failed: {detail}" + (f"; {running}" if running else "")
+    return running or "re-clustering with the latest answers is queued"
 
 
 def session_view(ss, rec):
@@ -104,8 +108,13 @@ def create_session(body):
     if triplet and body["n_clusters"] is None:
         raise ApiError(422, "invalid_n_clusters", "triplet sessions need n_clusters (DCRC does not grow K)",
                        errors={"/n_clusters": ["required with question_type 'triplet'"]})
+    if n < ACTIVE_MIN_SAMPLES:
+        detail = f"dataset {meta['id']} has {n} rows, at least {ACTIVE_MIN_SAMPLES} are required for a session"
+        raise ApiError(422, "dataset_too_small", detail, errors={"/dataset_id": [detail]})
     try:
         k = check_n_clusters(body["n_clusters"], n, allow_none=True)
+        if not triplet:  # URASC (urasc and random) needs K < n; ActiveDCRC takes K <= n
+            check_urasc_n_clusters(k, n)
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
     kind, preset = body["question_type"], body["preset"]
@@ -247,13 +256,17 @@ def post_answers(body, session_id):
 @blp.route("/<string:session_id>/model", methods=["GET"])
 @blp.etag
 @blp.response(200, ModelSchema)
-@problem_docs(blp, (404, "Unknown session"), (409, "No model yet"))
+@problem_docs(blp, (404, "Unknown session"), (409, "No model yet, or the session failed before its first one"))
 def get_model(session_id):
     """Labels and derived constraints at ``observed_revision``."""
     store = get_store()
     ss = SessionStore(store)
     rec = session_or_404(ss, session_id)
     model = ss.get_model(session_id)
+    if model is None and rec["state"] == "FAILED":
+        detail = (rec.get("error") or {}).get("detail") or "unknown error"
+        raise ApiError(409, "session_failed", f"the session failed before its first model: {detail}",
+                       state=rec["state"], error=rec.get("error"))
     if model is None:
         raise ApiError(409, "model_not_ready", "the first model of this session is still being computed",
                        state=rec["state"])
