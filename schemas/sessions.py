@@ -259,8 +259,10 @@ class AnswerSchema(Schema):
     answer = fields.String(required=True, validate=validate.Length(max=50),
                            metadata={"description": "must_link | cannot_link | dont_know (pairwise); "
                                                     "yes | no | dont_know (triplet)"})
-    worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200))
-    assignment_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200),
+    worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
+                              metadata={"description": "who answered (as in POST .../questions); omit it (or "
+                                                       "null) for untracked answers"})
+    assignment_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
                                   metadata={"description": "makes retries idempotent"})
 
 

@@ -1,0 +1,55 @@
+"""Answers to a session over HTTP: per-item outcomes, the ModelUpToDate condition, the budget.
+
+The worker's passes run here (``update_once``) on the test store, whose queue
+no worker consumes, so the tests decide when a pass runs.
+"""
+
+import pytest
+
+PROBLEM = "application/problem+json"
+
+
+def _open(client, store, dataset_id, **options):
+    """A session whose first pass ran (the pool is open); returns (sid, SessionStore)."""
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    r = client.post("/v1/sessions", json={"dataset_id": dataset_id, "n_clusters": 3, "budget": 30, **options})
+    assert r.status_code == 201, r.json
+    sid, ss = r.json["id"], SessionStore(store)
+    update_once(store, ss, sid)
+    ss.finish_update(sid)  # as the worker does after its pass
+    return sid, ss
+
+
+def _answer(client, sid, *items):
+    """POST answers given as (question_id, answer, worker_id, assignment_id) tuples."""
+    body = {"answers": [{k: v for k, v in zip(("question_id", "answer", "worker_id", "assignment_id"), it)
+                         if v is not None} for it in items]}
+    r = client.post(f"/v1/sessions/{sid}/answers", json=body)
+    assert r.status_code == 200, r.json
+    return r.json
+
+
+def _condition(session, kind="ModelUpToDate"):
+    return {c["type"]: c for c in session["conditions"]}[kind]
+
+
+# ---------------------------------------------------------------- input
+
+
+@pytest.mark.parametrize("field", ["worker_id", "assignment_id"])
+def test_empty_worker_and_assignment_ids_are_422(client, store, blobs_dataset, field):
+    sid, ss = _open(client, store, blobs_dataset[0])
+    qid = ss.lease(sid, 1, None)[0]["question_id"]
+    r = client.post(f"/v1/sessions/{sid}/answers",
+                    json={"answers": [{"question_id": qid, "answer": "must_link", field: ""}]})
+    assert r.status_code == 422 and r.mimetype == PROBLEM and f"/answers/0/{field}" in r.json["errors"], r.json
+    assert ss.question(sid, qid)["n_answers"] == 0
+
+
+@pytest.mark.parametrize("body", ["null", "[]", "3", '"x"'])
+def test_a_lease_request_that_is_not_an_object_is_422(client, store, blobs_dataset, body):
+    sid, _ = _open(client, store, blobs_dataset[0])
+    r = client.post(f"/v1/sessions/{sid}/questions", data=body, content_type="application/json")
+    assert r.status_code == 422 and r.mimetype == PROBLEM and "/" in r.json["errors"], r.json
