@@ -260,10 +260,13 @@ class AnswerSchema(Schema):
                            metadata={"description": "must_link | cannot_link | dont_know (pairwise); "
                                                     "yes | no | dont_know (triplet)"})
     worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
-                              metadata={"description": "who answered (as in POST .../questions); omit it (or "
-                                                       "null) for untracked answers"})
+                              metadata={"description": "who answered (as in POST .../questions): a worker answers "
+                                                       "a question once (a second answer is rejected); omit it "
+                                                       "(or null) for untracked answers"})
     assignment_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
-                                  metadata={"description": "makes retries idempotent"})
+                                  metadata={"description": "makes retries idempotent: sent again for the same "
+                                                           "question it is a duplicate (nothing recorded); "
+                                                           "for another question it is rejected"})
 
 
 class AnswersRequestSchema(Schema):

@@ -11,7 +11,7 @@ Layout (prefix ``shoal:session:{id}``)::
     :answer_log       list    the same answers with their question_id, in arrival order (one
                               read for the per-pass aggregation instead of one per question)
     :lease:{qid}      zset    worker id -> lease time (Unix s); 0 once that worker answered
-    :assignments      hash    assignment_id -> outcome (idempotent retries)
+    :assignments      hash    assignment_id -> the question it answered (idempotent retries)
     :ready            list    question ids with enough answers, waiting for the model
     :update           string  "running" while a re-clustering task runs
     :update_pending   string  set when answers arrive during a run (coalescing)
@@ -47,27 +47,45 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 """
 
-# Atomically record one answer: returns the outcome string. The answering
-# worker's lease on the question stops counting as outstanding (score 0).
+# Atomically record one answer: returns the outcome string. An assignment id
+# is recorded with the question it answered (sessions from before kept the
+# outcome instead, 'accepted' or 'late': those still count as a retry). A named
+# worker answers a question once: its answers are in the question's list. The
+# answering worker's lease on the question stops counting as outstanding
+# (score 0), so it is never leased that question again.
 _ANSWER_LUA = """
 local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local log = KEYS[7]
 local qid, assignment, payload, needed, worker = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local ttl, logged = tonumber(ARGV[6]), ARGV[7]
 if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
-if assignment ~= '' and redis.call('HEXISTS', assign, assignment) == 1 then
-  return 'duplicate'
+if assignment ~= '' then
+  local used = redis.call('HGET', assign, assignment)
+  if used == qid or used == 'accepted' or used == 'late' then return 'duplicate' end
+  if used then
+    return "rejected:assignment_id '" .. assignment .. "' was already used for question " .. used
+  end
 end
 local q = redis.call('HGET', qkey, qid)
 if not q then return 'rejected:unknown question_id' end
 if worker ~= '' then
-  redis.call('ZADD', lease, 0, worker)
-  redis.call('EXPIRE', lease, ttl)
+  for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
+    local given = cjson.decode(raw)
+    if given['worker_id'] == worker then
+      local first = given['assignment_id']
+      return 'rejected:worker ' .. worker .. ' already answered this question'
+        .. (type(first) == 'string' and (' (assignment_id ' .. first .. ')') or '')
+    end
+  end
 end
 local question = cjson.decode(q)
 if question['status'] ~= 'open' then
-  if assignment ~= '' then redis.call('HSET', assign, assignment, 'late') end
+  if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
   return 'late'
+end
+if worker ~= '' then
+  redis.call('ZADD', lease, 0, worker)
+  redis.call('EXPIRE', lease, ttl)
 end
 redis.call('RPUSH', akey, payload)
 redis.call('EXPIRE', akey, ttl)
@@ -81,7 +99,7 @@ if question['n_answers'] >= needed then
   outcome = 'accepted:ready'
 end
 redis.call('HSET', qkey, qid, cjson.encode(question))
-if assignment ~= '' then redis.call('HSET', assign, assignment, 'accepted') end
+if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
 return outcome
 """
 
@@ -424,8 +442,12 @@ class SessionStore:
         -------
         outcome : str
             ``accepted``, ``accepted:ready`` (the question now has enough
-            answers), ``duplicate`` (assignment id seen before), ``late``
-            (question closed or withdrawn) or ``rejected:<reason>``.
+            answers), ``duplicate`` (the assignment id answered this question
+            before: a retry, nothing recorded), ``late`` (question closed or
+            withdrawn) or ``rejected:<reason>`` (unknown question, an
+            assignment id already used for another question, or a worker
+            answering a question it answered before; nothing is recorded, so
+            a retry is rejected again).
         """
         given = {"answer": answer, "worker_id": worker_id, "assignment_id": assignment_id,
                  "revision": revision, "at": time.time()}

@@ -35,6 +35,45 @@ def _condition(session, kind="ModelUpToDate"):
     return {c["type"]: c for c in session["conditions"]}[kind]
 
 
+# ---------------------------------------------------------------- one worker, one answer per question
+
+
+def test_a_worker_answers_a_question_once(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3)
+    qid = ss.lease(sid, 1, None)[0]["question_id"]
+    res = _answer(client, sid, (qid, "must_link", "w1", "x1"), (qid, "must_link", "w1", "x2"),
+                  (qid, "cannot_link", "w1", "x3"), (qid, "must_link", "w1", "x1"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted", "rejected", "rejected", "duplicate"]
+    assert "w1 already answered" in res["results"][1]["reason"] and "x1" in res["results"][1]["reason"]
+    # the rejected assignments are not recorded: retried, they are rejected again
+    again = _answer(client, sid, (qid, "must_link", "w1", "x2"))
+    assert again["results"][0]["outcome"] == "rejected"
+    assert ss.question(sid, qid)["n_answers"] == 1 and ss.question(sid, qid)["status"] == "open"
+    # answers without a worker_id are not tracked per worker
+    res = _answer(client, sid, (qid, "must_link", None, "y1"), (qid, "must_link", None, "y2"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted", "accepted"]
+    assert ss.question(sid, qid)["status"] == "ready"
+
+
+def test_leasing_never_hands_a_worker_a_question_it_answered(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3, pool_size=4)
+    first = ss.lease(sid, 1, None)[0]["question_id"]  # answered without a lease
+    assert _answer(client, sid, (first, "must_link", "w1", "a1"))["results"][0]["outcome"] == "accepted"
+    leased = client.post(f"/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": "w1"}).json["questions"]
+    assert len(leased) == 3 and first not in [q["question_id"] for q in leased]
+    assert first in [q["question_id"] for q in ss.lease(sid, 10, "w2")]
+
+
+def test_an_assignment_id_used_on_another_question_is_rejected_naming_it(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
+    q1, q2 = (q["question_id"] for q in ss.lease(sid, 2, None))
+    res = _answer(client, sid, (q1, "must_link", "w1", "a1"), (q2, "must_link", "w1", "a1"),
+                  (q1, "cannot_link", "w1", "a1"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted", "rejected", "duplicate"]
+    assert res["results"][1]["reason"] == f"assignment_id 'a1' was already used for question {q1}"
+    assert ss.question(sid, q2)["n_answers"] == 0
+
+
 # ---------------------------------------------------------------- input
 
 
