@@ -68,17 +68,26 @@ def session_view(ss, rec):
     up_to_date = rec["observed_revision"] == rec["revision"]
     view = dict(rec)
     view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
+    view["budget_committed"] = _committed(rec)
     view.setdefault("lease_seconds", DEFAULT_LEASE_SECONDS)
+    exhausted = rec["budget_used"] >= rec["budget"]
     view["conditions"] = [
         {"type": "ModelUpToDate", "status": str(up_to_date), "observed_revision": rec["observed_revision"],
          "reason": None if up_to_date else _pending_reason(rec)},
-        {"type": "BudgetExhausted", "status": str(rec["budget_used"] >= rec["budget"]),
-         "observed_revision": rec["observed_revision"], "reason": None},
+        {"type": "BudgetExhausted", "status": str(exhausted), "observed_revision": rec["observed_revision"],
+         "reason": None if exhausted or view["budget_committed"] < rec["budget"] else
+         "the rest of the budget is held by questions with all their answers, waiting for re-clustering: new "
+         "answers are late unless the model leaves some of them unused"},
     ]
     view["disagreements"] = ss.reports(sid, "disagreements", 20)
     view["conflicts"] = ss.reports(sid, "conflicts", 20)
     view["model_url"] = url_for("sessions.get_model", session_id=sid)
     return view
+
+
+def _committed(rec):
+    """Questions the model used plus those waiting for it (sessions from before the field: used only)."""
+    return rec.get("budget_committed", rec["budget_used"])
 
 
 def _item_ids_of(question, item_ids):
@@ -209,9 +218,12 @@ def lease_questions(body, session_id):
     rec = session_or_404(ss, session_id)
     item_ids = store.get_item_ids(rec["dataset_id"])
     remaining = max(rec["budget"] - rec["budget_used"], 0)
+    # While questions waiting for the model hold the rest of the budget, their answers would be late:
+    # nothing is handed out (Retry-After: the pass may leave some of them unused).
     questions = ss.lease(session_id, body["count"], body["worker_id"],
                          answers_per_question=rec["answers_per_question"],
-                         lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) if remaining else []
+                         lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) \
+        if _committed(rec) < rec["budget"] else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
     out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
             "item_ids": _item_ids_of(q, item_ids), "answers": vocab}
@@ -239,8 +251,8 @@ def post_answers(body, session_id):
                                        a.get("assignment_id"), rec["revision"], rec["answers_per_question"])
             if outcome == "accepted:ready":
                 outcome, ready = "accepted", True
-            elif outcome.startswith("rejected:"):
-                outcome, item["reason"] = "rejected", outcome.split(":", 1)[1]
+            elif outcome.startswith(("rejected:", "late:")):
+                outcome, item["reason"] = outcome.split(":", 1)
         item["outcome"] = outcome
         counts[outcome] += 1
         results.append(item)

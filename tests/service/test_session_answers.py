@@ -74,6 +74,63 @@ def test_an_assignment_id_used_on_another_question_is_rejected_naming_it(client,
     assert ss.question(sid, q2)["n_answers"] == 0
 
 
+# ---------------------------------------------------------------- the budget
+
+
+def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(client, store, blobs_dataset):
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=3, strategy="random", pool_size=10)
+    ss.replace_pool(sid, [{"question_id": f"q{k}", "type": "pairwise", "items": [2 * k, 2 * k + 1]}
+                          for k in range(5)], 0)
+    leased = {w: client.post(f"/v1/sessions/{sid}/questions", json={"count": 2, "worker_id": w}).json["questions"]
+              for w in ("w1", "w2", "w3")}
+    assert [len(qs) for qs in leased.values()] == [2, 2, 1]
+    for w, qs in leased.items():
+        assert _answer(client, sid, (qs[0]["question_id"], "must_link", w, f"{w}-0"))["results"][0]["outcome"] \
+            == "accepted"
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert s["budget_committed"] == 3 and s["budget_used"] == 0 and _condition(s, "BudgetExhausted")["reason"]
+    # the three questions waiting for the model hold the whole budget: nothing more is handed out ...
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w5"})
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"
+    # ... and answers to the other leased questions are late, with the reason
+    res = _answer(client, sid, *[(q["question_id"], "cannot_link", "w4", f"w4-{q['question_id']}")
+                                 for qs in leased.values() for q in qs[1:]])
+    assert [x["outcome"] for x in res["results"]] == ["late"] * 2
+    assert all("budget" in x["reason"] for x in res["results"])
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    c = s["counters"]
+    assert s["state"] == "COMPLETED" and s["budget_used"] == 3 and s["budget_committed"] == 3
+    assert c["questions_closed"] == s["budget_used"] + c["questions_unused"] == 3
+    assert c["answers_received"] == c["accepted"] + c["duplicate"] + c["late"] + c["rejected"] == 5
+    assert client.get(f"/v1/sessions/{sid}/model").json["n_questions_used"] == 3
+    # no question is left open once the budget is used up; later answers are late, with the reason
+    assert client.get(f"/v1/sessions/{sid}/questions?status=open").json["questions"] == []
+    res = _answer(client, sid, (leased["w1"][1]["question_id"], "must_link", "w9", "w9-0"))
+    assert res["results"][0]["outcome"] == "late" and res["results"][0]["reason"]
+
+
+def test_questions_the_model_did_not_use_are_counted_and_say_why(client, store, blobs_dataset):
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=5, strategy="random")
+    same_pair = [{"question_id": "q_a", "type": "pairwise", "items": [3, 7]},
+                 {"question_id": "q_b", "type": "pairwise", "items": [7, 3]}]
+    ss.replace_pool(sid, same_pair, 0)
+    _answer(client, sid, ("q_a", "must_link", "w1", "a1"), ("q_b", "must_link", "w1", "a2"))
+    assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 2
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    c = s["counters"]
+    assert (s["budget_used"], s["budget_committed"], c["questions_closed"], c["questions_unused"]) == (1, 1, 2, 1)
+    closed = {q["question_id"]: q for q in
+              client.get(f"/v1/sessions/{sid}/questions?status=closed").json["questions"]}
+    assert (closed["q_a"]["model_outcome"], closed["q_b"]["model_outcome"]) == ("accepted", "duplicate")
+    assert s["state"] == "ACTIVE" and s["budget_remaining"] == 4
+
+
 # ---------------------------------------------------------------- input
 
 
@@ -92,3 +149,39 @@ def test_a_lease_request_that_is_not_an_object_is_422(client, store, blobs_datas
     sid, _ = _open(client, store, blobs_dataset[0])
     r = client.post(f"/v1/sessions/{sid}/questions", data=body, content_type="application/json")
     assert r.status_code == 422 and r.mimetype == PROBLEM and "/" in r.json["errors"], r.json
+
+
+def test_a_late_answer_past_the_budget_frees_its_lease_slot(client, store, blobs_dataset):
+    """Otherwise a question kept in the pool after a pass left budget unused stays held by a
+    worker whose answer was refused, and nobody else is handed it (a crowd stalled so)."""
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=2, strategy="random")
+    pool = [{"question_id": qid, "type": "pairwise", "items": items}
+            for qid, items in (("q_a", [3, 7]), ("q_b", [7, 3]), ("q_c", [4, 9]))]
+    ss.replace_pool(sid, pool, 0)
+    held = {w: ss.lease(sid, 1, w)[0]["question_id"] for w in ("w1", "w2", "w3")}
+    assert held == {"w1": "q_a", "w2": "q_b", "w3": "q_c"}
+    _answer(client, sid, ("q_a", "must_link", "w1", "a1"), ("q_b", "must_link", "w2", "a2"))
+    res = _answer(client, sid, ("q_c", "must_link", "w3", "a3"))
+    assert res["results"][0]["outcome"] == "late" and "budget" in res["results"][0]["reason"]
+    update_once(store, ss, sid)  # q_b repeats q_a: unused, so one question of the budget is free again
+    assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 1
+    ss.replace_pool(sid, [pool[2]], 1)  # q_c suggested again
+    assert [q["question_id"] for q in ss.lease(sid, 1, "w4")] == ["q_c"]
+
+
+def test_a_completed_session_withdraws_unfinished_questions_which_reopen_with_their_answers(
+        client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3)
+    q = ss.lease(sid, 1, None)[0]
+    _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    ss.replace_pool(sid, [], 1, final=True)  # what a pass does when the session completes
+    assert ss.question(sid, q["question_id"])["status"] == "withdrawn"
+    res = _answer(client, sid, (q["question_id"], "must_link", "w2", "a2"))
+    assert (res["results"][0]["outcome"], res["results"][0]["reason"]) == (
+        "late", "the question was withdrawn (no longer asked)")
+    ss.replace_pool(sid, [q], 2)  # suggested again: it reopens with the answer it had
+    assert ss.question(sid, q["question_id"])["n_answers"] == 1
+    res = _answer(client, sid, (q["question_id"], "must_link", "w1", "a3"), (q["question_id"], "must_link", "w2", "a4"))
+    assert [x["outcome"] for x in res["results"]] == ["rejected", "accepted"]

@@ -140,8 +140,8 @@ def test_all_answers_are_every_recorded_answer_in_arrival_order(client, store, b
     given = [("q2", "cannot_link", "w1", "a1"), ("q1", "must_link", "w1", "a2"), ("q2", "dont_know", "w2", "a3"),
              ("q2", "must_link", "w3", "a4"), ("q1", "must_link", "w1", "a2"), ("q9", "must_link", "w1", "a5")]
     outcomes = [ss.record_answer(sid, q, a, w, asg, 0) for q, a, w, asg in given]
-    assert outcomes == ["accepted", "accepted", "accepted:ready", "late", "duplicate",
-                        "rejected:unknown question_id"]
+    assert outcomes == ["accepted", "accepted", "accepted:ready", "late:the question already has its answers",
+                        "duplicate", "rejected:unknown question_id"]
     logged = ss.all_answers(sid)
     assert [(q, a["answer"], a["worker_id"], a["assignment_id"]) for q, a in logged] == given[:3]
     assert [a for q, a in logged if q == "q2"] == ss.answers(sid, ["q2"])[0]
