@@ -170,7 +170,10 @@ class SessionSchema(Schema):
                            metadata={"description": "the preset named at creation, or null"})
     state = fields.String(validate=validate.OneOf(SESSION_STATES))
     revision = fields.Integer(metadata={"description": "increases with every answer batch that added an answer"})
-    observed_revision = fields.Integer(metadata={"description": "revision the current model reflects"})
+    observed_revision = fields.Integer(metadata={
+        "description": "revision the current model reflects: up to date (ModelUpToDate True) when equal to "
+                       "revision. Answers that close no question change nothing the model uses, so they do not "
+                       "hold it back"})
     counters = fields.Dict(keys=fields.String(), values=fields.Integer(), metadata={
         "description": "answers_received = accepted + duplicate + late + rejected (answer outcomes); "
                        "questions_closed (aggregated and told to the model) = budget_used + questions_unused "
@@ -335,7 +338,8 @@ class WorkerReliabilitySchema(Schema):
 
 class ModelSchema(Schema):
     session_id = fields.String()
-    observed_revision = fields.Integer()
+    observed_revision = fields.Integer(metadata={
+        "description": "the session's observed_revision: these labels reflect every answer up to it"})
     labels = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
     n_clusters = fields.Integer()

@@ -257,7 +257,8 @@ def post_answers(body, session_id):
         counts[outcome] += 1
         results.append(item)
     deltas = dict(counts, answers_received=len(body["answers"]))
-    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0, answers=counts)
+    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0, answers=counts,
+                                settled=not ready)
     if revision is None:
         raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
     if ready:
@@ -282,5 +283,8 @@ def get_model(session_id):
     if model is None:
         raise ApiError(409, "model_not_ready", "the first model of this session is still being computed",
                        state=rec["state"])
+    # The record's observed_revision moves past the model's when later answers closed no question
+    # (they change nothing the model uses); the model written by a pass still ending is newer.
+    model["observed_revision"] = max(model["observed_revision"], rec["observed_revision"])
     model["item_ids"] = store.get_item_ids(rec["dataset_id"])
     return model

@@ -152,16 +152,24 @@ return out
 
 # End a re-clustering pass (KEYS[1] the record, KEYS[2] the ready list), in one
 # step with reading the questions that got their answers meanwhile: ARGV[1] the
-# revision the model reflects, ARGV[2] the questions the model used, ARGV[3..]
-# more field / value pairs (JSON). The budget committed is recounted: used +
-# waiting. Returns the observed revision written (nil: the session is gone).
+# revision the pass read, ARGV[2] the questions the model used, ARGV[3..] more
+# field / value pairs (JSON). With no question waiting, the model reflects every
+# closed question, so it is up to date with the current revision (answers since
+# the pass started closed nothing); otherwise with the revision the pass read
+# (never lowered) and the pass those questions queued follows. The budget
+# committed is recounted: used + waiting. Returns the observed revision written
+# (nil: the session is gone).
 _FINISH_PASS_LUA = """
 if redis.call('EXISTS', KEYS[1]) == 0 then return false end
 local used = tonumber(ARGV[2])
 local waiting = redis.call('LLEN', KEYS[2])
-redis.call('HSET', KEYS[1], 'observed_revision', ARGV[1], 'budget_used', used, 'budget_committed', used + waiting,
+local observed = tonumber(redis.call('HGET', KEYS[1], 'revision'))
+if waiting > 0 then
+  observed = math.max(tonumber(ARGV[1]), tonumber(redis.call('HGET', KEYS[1], 'observed_revision')))
+end
+redis.call('HSET', KEYS[1], 'observed_revision', observed, 'budget_used', used, 'budget_committed', used + waiting,
            unpack(ARGV, 3))
-return tonumber(ARGV[1])
+return observed
 """
 
 # Withdraw the questions ARGV[4..] of the questions hash KEYS[1] that are still
@@ -292,7 +300,10 @@ class SessionStore:
         ----------
         sid : str
         revision : int
-            The revision the pass read: the model reflects the answers up to it.
+            The revision the pass read: the model reflects the answers up to
+            it, and up to the current revision when no question got all its
+            answers since the pass took the waiting ones (the later answers
+            closed nothing); ``observed_revision`` is set accordingly.
         used : int
             Questions the model has used (``budget_used``). ``budget_committed``
             becomes ``used`` plus the questions that got all their answers
@@ -325,32 +336,53 @@ class SessionStore:
             self.r.delete(*keys[i:i + 500])
         return existed
 
-    def bump_counters(self, sid, deltas, *, revision_step=0, answers=None):
+    def bump_counters(self, sid, deltas, *, revision_step=0, answers=None, settled=False):
         """Add to counters (and the revision) with an optimistic transaction.
 
-        ``answers`` (outcome -> count of one answers request) is added to the
-        service-wide counters of ``GET /metrics`` in the same transaction.
-        Returns the new revision, or None if the session does not exist.
+        Parameters
+        ----------
+        sid : str
+        deltas : dict of str to int
+            Added to the record's ``counters``.
+        revision_step : int, default=0
+            Added to the revision (1 for an answers request that added an answer).
+        answers : dict of str to int or None
+            Outcome -> count of one answers request, added to the service-wide
+            counters of ``GET /metrics`` in the same transaction.
+        settled : bool, default=False
+            The request's answers changed nothing the model uses (they closed
+            no question). If the model was up to date with the revision before
+            them and no question waits for it, ``observed_revision`` moves to
+            the new revision in the same transaction: the model is up to date
+            with these answers without a pass. Otherwise the pass that is due
+            (running or queued) brings it there (:meth:`finish_pass`).
+
+        Returns
+        -------
+        int or None
+            The new revision, or None if the session does not exist.
         """
-        key = self._key(sid)
+        key, ready = self._key(sid), self._key(sid, ":ready")
 
         def tx(pipe):
-            raw = pipe.hmget(key, ["counters", "revision"])
+            raw = pipe.hmget(key, ["counters", "revision", "observed_revision"])
             if raw[0] is None:  # deleted meanwhile
                 pipe.unwatch()
                 return None
-            counters, revision = json.loads(raw[0]), json.loads(raw[1])
+            counters, revision, observed = json.loads(raw[0]), json.loads(raw[1]), json.loads(raw[2])
             for k, v in deltas.items():
                 counters[k] = counters.get(k, 0) + v
+            fields = {"counters": json.dumps(counters), "revision": json.dumps(revision + revision_step),
+                      "updated_at": json.dumps(utcnow_iso())}
+            if settled and revision_step and observed == revision and not pipe.llen(ready):
+                fields["observed_revision"] = json.dumps(revision + revision_step)
             pipe.multi()
-            pipe.hset(key, mapping={"counters": json.dumps(counters),
-                                    "revision": json.dumps(revision + revision_step),
-                                    "updated_at": json.dumps(utcnow_iso())})
+            pipe.hset(key, mapping=fields)
             if answers:
                 stats.answers_recorded(pipe, answers)
             return revision + revision_step
 
-        return self.r.transaction(tx, key, value_from_callable=True)
+        return self.r.transaction(tx, key, ready, value_from_callable=True)
 
     # ----------------------------------------------------------- estimator state
     def save_state(self, sid, state):

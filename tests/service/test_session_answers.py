@@ -35,6 +35,73 @@ def _condition(session, kind="ModelUpToDate"):
     return {c["type"]: c for c in session["conditions"]}[kind]
 
 
+# ---------------------------------------------------------------- ModelUpToDate
+
+
+def test_an_answer_that_closes_no_question_leaves_the_model_up_to_date(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3)
+    q = client.post(f"/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "w1"}).json["questions"][0]
+    res = _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    assert res["results"][0]["outcome"] == "accepted" and res["revision"] == 1
+    s = client.get(f"/v1/sessions/{sid}").json
+    cond = _condition(s)
+    assert (s["revision"], s["observed_revision"], cond["status"], cond["reason"]) == (1, 1, "True", None), s
+    assert not store.r.exists(ss._key(sid, ":update"))  # and nothing was queued for it
+    assert client.get(f"/v1/sessions/{sid}/model").json["observed_revision"] == 1
+
+
+def test_a_pass_running_while_an_answer_closes_nothing_ends_up_to_date(client, store, blobs_dataset, monkeypatch):
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
+    q1, q2 = ss.lease(sid, 2, None)
+    _answer(client, sid, (q1["question_id"], "must_link", "w1", "a1"), (q1["question_id"], "must_link", "w2", "a2"))
+    s = client.get(f"/v1/sessions/{sid}").json  # q1 is waiting for the queued pass
+    assert (s["revision"], s["observed_revision"]) == (1, 0) and _condition(s)["reason"].endswith("queued")
+    pop = SessionStore.pop_ready
+
+    def pop_then_answer(self, session_id):
+        taken = pop(self, session_id)
+        monkeypatch.setattr(SessionStore, "pop_ready", pop)
+        _answer(client, sid, (q2["question_id"], "cannot_link", "w1", "a3"))  # closes nothing, meanwhile
+        s = client.get(f"/v1/sessions/{sid}").json
+        assert (s["revision"], s["observed_revision"], _condition(s)["status"]) == (2, 0, "False")
+        return taken
+
+    monkeypatch.setattr(SessionStore, "pop_ready", pop_then_answer)
+    update_once(store, ss, sid)  # the pass read revision 1; it ends with nothing waiting
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["revision"], s["observed_revision"], _condition(s)["status"]) == (2, 2, "True"), s
+    assert client.get(f"/v1/sessions/{sid}/model").json["observed_revision"] == 2
+
+
+def test_a_question_closed_while_a_pass_runs_keeps_the_model_behind(client, store, blobs_dataset, monkeypatch):
+    """Answers that close a question after the pass took the waiting ones: that pass's
+    model does not reflect them, so the session stays not up to date (a next pass is due)."""
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0])
+    q1, q2 = ss.lease(sid, 2, None)
+    _answer(client, sid, (q1["question_id"], "must_link", "w1", "a1"))
+    pop = SessionStore.pop_ready
+
+    def pop_then_answer(self, session_id):
+        taken = pop(self, session_id)
+        monkeypatch.setattr(SessionStore, "pop_ready", pop)
+        _answer(client, sid, (q2["question_id"], "must_link", "w1", "a2"))  # another request, meanwhile
+        return taken
+
+    monkeypatch.setattr(SessionStore, "pop_ready", pop_then_answer)
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["revision"], s["observed_revision"], _condition(s)["status"]) == (2, 1, "False"), s
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["observed_revision"], _condition(s)["status"]) == (2, "True")
+
+
 # ---------------------------------------------------------------- one worker, one answer per question
 
 
