@@ -479,9 +479,9 @@ class SessionStore:
         questions : list of dict
             The question documents (``question_id``, ``type``, ``items``,
             ``status``, ``n_answers``, ``created_revision``, and once closed
-            ``aggregated`` and ``model_outcome``; None before), each with ``answers``: its recorded answers
-            (``worker_id``, ``assignment_id``, ``answer``, ``revision``) in
-            arrival order.
+            ``aggregated`` and ``model_outcome``; None before), each with
+            ``answers``: its recorded answers (``worker_id``,
+            ``assignment_id``, ``answer``, ``revision``) in arrival order.
         next_page_token : str or None
             None on the last page.
 
@@ -559,11 +559,11 @@ class SessionStore:
             ``accepted``, ``accepted:ready`` (the question now has enough
             answers), ``duplicate`` (the assignment id answered this question
             before: a retry, nothing recorded), ``late:<reason>`` (question
-            closed or withdrawn, or the budget is used up: the model has
-            used or is being told ``budget`` questions) or ``rejected:<reason>`` (unknown question, an
-            assignment id already used for another question, or a worker
-            answering a question it answered before; nothing is recorded, so
-            a retry is rejected again).
+            closed or withdrawn, or the budget is used up: the model has used
+            or is being told ``budget`` questions) or ``rejected:<reason>``
+            (unknown question, an assignment id already used for another
+            question, or a worker answering a question it answered before;
+            nothing is recorded, so a retry is rejected again).
         """
         given = {"answer": answer, "worker_id": worker_id, "assignment_id": assignment_id,
                  "revision": revision, "at": time.time()}
