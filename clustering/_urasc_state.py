@@ -17,7 +17,7 @@ from ._certain_sets import _seed
 from ._params import validate_params
 from ._urasc_graph import _read_only
 from .exceptions import InvalidInputError
-from .validation import check_data
+from .validation import ACTIVE_MIN_SAMPLES, check_data, check_urasc_n_clusters
 
 STATE_VERSION = 1
 
@@ -147,7 +147,7 @@ class SessionStateMixin:
             self._sigma = None
             n = W0.shape[0]
         else:
-            Xc = check_data(X, min_samples=3)
+            Xc = check_data(X, min_samples=ACTIVE_MIN_SAMPLES)
             n = Xc.shape[0]
             self._X = Xc
             fingerprint = self._graph_fingerprint(Xc)
@@ -156,9 +156,7 @@ class SessionStateMixin:
             else:
                 base_graph = None
                 W0 = self._build_graph(Xc)
-        if self.n_clusters is not None and self.n_clusters >= n:
-            raise InvalidInputError(f"n_clusters == {self.n_clusters}, must be < n_samples = {n}",
-                                    field="n_clusters")
+        check_urasc_n_clusters(self.n_clusters, n)
         if self.seed_sample is not None and self.seed_sample >= n:
             raise InvalidInputError(f"seed_sample == {self.seed_sample}, must be < n_samples = {n}",
                                     field="seed_sample")

@@ -21,6 +21,7 @@ from scipy.cluster.hierarchy import DisjointSet
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
+    "ACTIVE_MIN_SAMPLES",
     "DENSE_AFFINITY_LIMIT",
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
@@ -29,6 +30,7 @@ __all__ = [
     "check_n_clusters",
     "check_pairs",
     "check_triplets",
+    "check_urasc_n_clusters",
     "check_values",
     "check_weights",
     "find_pairwise_conflicts",
@@ -37,6 +39,9 @@ __all__ = [
 # Largest n for which an estimator option builds a dense n x n forest affinity
 # (COP-RF's affinity_samples="in_bag" and n_neighbors="select"; 3000^2 float64 = 72 MB).
 DENSE_AFFINITY_LIMIT = 3000
+# Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
+# ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
+ACTIVE_MIN_SAMPLES = 3
 # Relevant components (clustering._rca) solve a dense (d, d) generalised eigenproblem:
 # 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
 RCA_MAX_FEATURES = 2000
@@ -167,6 +172,38 @@ def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", allow_none=Fal
             f"{name} == {n_clusters}, must be >= 2 and <= n_samples ({n_samples})", field=name
         )
     return int(n_clusters)
+
+
+def check_urasc_n_clusters(n_clusters, n_samples, *, name="n_clusters"):
+    """Check URASC's ``n_clusters`` against the data: None (unknown) or ``< n_samples``.
+
+    URASC keeps at least one sample outside the K certain sets it seeds, so K
+    must be below the number of rows (:func:`check_n_clusters` allows
+    ``n_clusters == n_samples`` for the other methods). ``URASC`` calls this
+    when it starts a session and the service when a pairwise session is
+    created, so both refuse the same K for the same reason.
+
+    Parameters
+    ----------
+    n_clusters : int or None
+        An integer >= 2 (checked by the caller) or None.
+    n_samples : int
+        Rows of the data.
+    name : str, default="n_clusters"
+        Field name used in the message and in ``InvalidInputError.field``.
+
+    Returns
+    -------
+    n_clusters : int or None
+
+    Raises
+    ------
+    InvalidInputError
+        ``n_clusters >= n_samples``.
+    """
+    if n_clusters is not None and n_clusters >= n_samples:
+        raise InvalidInputError(f"{name} == {n_clusters}, must be < n_samples = {n_samples}", field=name)
+    return None if n_clusters is None else int(n_clusters)
 
 
 def _as_index_array(values, width, name, n_samples):

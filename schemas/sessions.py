@@ -104,7 +104,10 @@ class SessionCreateSchema(Schema):
                                metadata={"description": "K if known; null = unknown (grows as answers arrive; pairwise "
                                                         "sessions only)"})
     budget = StrictInteger(load_default=100, validate=validate.Range(min=1, max=100000),
-                           metadata={"description": "maximum number of questions closed with an answer"})
+                           metadata={"description": "maximum number of questions the model uses (closed questions "
+                                                    "it leaves unused, e.g. implied by earlier answers, do not "
+                                                    "count); once that many have all their answers, further "
+                                                    "answers are late"})
     question_type = one_of("pairwise", ["pairwise", "triplet"],
                            "pairwise: 'same cluster?' (URASC); triplet: 'is a closer to b than to c?' (DCRC, "
                            "n_clusters required)")
@@ -152,8 +155,12 @@ class SessionSchema(Schema):
     strategy = fields.String()
     n_clusters = fields.Integer(allow_none=True)
     budget = fields.Integer()
-    budget_used = fields.Integer()
-    budget_remaining = fields.Integer()
+    budget_used = fields.Integer(metadata={"description": "questions the model used (its n_questions_used)"})
+    budget_remaining = fields.Integer(metadata={"description": "budget - budget_used"})
+    budget_committed = fields.Integer(metadata={
+        "description": "budget_used plus the questions with all their answers waiting for the next pass; once it "
+                       "reaches budget, answers are late and no questions are leased (until a pass leaves some "
+                       "unused)"})
     question_type = fields.String()
     answers_per_question = fields.Integer()
     lease_seconds = fields.Integer()
@@ -163,8 +170,16 @@ class SessionSchema(Schema):
                            metadata={"description": "the preset named at creation, or null"})
     state = fields.String(validate=validate.OneOf(SESSION_STATES))
     revision = fields.Integer(metadata={"description": "increases with every answer batch that added an answer"})
-    observed_revision = fields.Integer(metadata={"description": "revision the current model reflects"})
-    counters = fields.Dict(keys=fields.String(), values=fields.Integer())
+    observed_revision = fields.Integer(metadata={
+        "description": "revision the current model reflects: up to date (ModelUpToDate True) when equal to "
+                       "revision. Answers that close no question change nothing the model uses, so they do not "
+                       "hold it back"})
+    counters = fields.Dict(keys=fields.String(), values=fields.Integer(), metadata={
+        "description": "answers_received = accepted + duplicate + late + rejected (answer outcomes); "
+                       "questions_closed (aggregated and told to the model) = budget_used + questions_unused "
+                       "(closed questions the model did not use, see the question's model_outcome); "
+                       "disagreements (closed questions whose answers differed); conflicts (closed questions "
+                       "URASC refused as contradicting earlier answers, also in questions_unused)"})
     conditions = fields.List(fields.Nested(ConditionSchema))
     disagreements = fields.List(fields.Dict())
     conflicts = fields.List(fields.Dict())
@@ -218,6 +233,8 @@ class QuestionsSchema(Schema):
 
 
 QUESTION_STATES = ("open", "ready", "closed", "withdrawn")
+#: What the estimator's ``tell`` did with a closed question's aggregated answer.
+MODEL_OUTCOMES = ("accepted", "implied", "duplicate", "conflict", "rejected", "over_budget")
 
 
 class QuestionListArgsSchema(PageArgsSchema):
@@ -225,7 +242,8 @@ class QuestionListArgsSchema(PageArgsSchema):
 
     status = fields.String(load_default=None, validate=validate.OneOf(QUESTION_STATES), metadata={
         "description": "open (being answered), ready (enough answers, waiting for the next pass), closed "
-                       "(aggregated and told to the model) or withdrawn (no longer suggested, never answered)"})
+                       "(aggregated and told to the model) or withdrawn (no longer asked: not suggested any more "
+                       "before it had answers, or left unfinished when the session completed)"})
 
 
 class RecordedAnswerSchema(Schema):
@@ -245,6 +263,12 @@ class QuestionRecordSchema(Schema):
     n_answers = fields.Integer()
     aggregated = fields.String(allow_none=True, metadata={
         "description": "the answer told to the model once closed (see the session's aggregation), else null"})
+    model_outcome = fields.String(allow_none=True, validate=validate.OneOf(MODEL_OUTCOMES), metadata={
+        "description": "once closed, what the model did with the aggregated answer: accepted (used; counts "
+                       "against the budget), implied (earlier answers already settle the pair), duplicate (the "
+                       "same items were answered before), conflict (contradicts earlier answers), rejected "
+                       "(URASC asks only pairs with one sample of a certain set) or over_budget; all but "
+                       "accepted are counted under questions_unused. Null until closed"})
     answers = fields.List(fields.Nested(RecordedAnswerSchema), metadata={
         "description": "every recorded answer, in arrival order: what to approve or review per assignment"})
 
@@ -259,9 +283,14 @@ class AnswerSchema(Schema):
     answer = fields.String(required=True, validate=validate.Length(max=50),
                            metadata={"description": "must_link | cannot_link | dont_know (pairwise); "
                                                     "yes | no | dont_know (triplet)"})
-    worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200))
-    assignment_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(max=200),
-                                  metadata={"description": "makes retries idempotent"})
+    worker_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
+                              metadata={"description": "who answered (as in POST .../questions): a worker answers "
+                                                       "a question once (a second answer is rejected); omit it "
+                                                       "(or null) for untracked answers"})
+    assignment_id = fields.String(load_default=None, allow_none=True, validate=validate.Length(min=1, max=200),
+                                  metadata={"description": "makes retries idempotent: sent again for the same "
+                                                           "question it is a duplicate (nothing recorded); "
+                                                           "for another question it is rejected"})
 
 
 class AnswersRequestSchema(Schema):
@@ -275,7 +304,9 @@ class AnswerResultSchema(Schema):
     question_id = fields.String()
     assignment_id = fields.String(allow_none=True)
     outcome = fields.String(validate=validate.OneOf(["accepted", "duplicate", "late", "rejected"]))
-    reason = fields.String(allow_none=True)
+    reason = fields.String(allow_none=True, metadata={
+        "description": "why a rejected or late answer was not taken (a late one: the question already has its "
+                       "answers, was withdrawn, or the budget is exhausted); null otherwise"})
 
 
 class AnswersResultSchema(Schema):
@@ -307,7 +338,8 @@ class WorkerReliabilitySchema(Schema):
 
 class ModelSchema(Schema):
     session_id = fields.String()
-    observed_revision = fields.Integer()
+    observed_revision = fields.Integer(metadata={
+        "description": "the session's observed_revision: these labels reflect every answer up to it"})
     labels = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
     n_clusters = fields.Integer()

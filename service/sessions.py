@@ -9,7 +9,7 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
-from clustering.validation import check_n_clusters
+from clustering.validation import ACTIVE_MIN_SAMPLES, check_n_clusters, check_urasc_n_clusters
 from schemas.sessions import (
     DEFAULT_LEASE_SECONDS,
     SESSION_PRESETS,
@@ -54,9 +54,13 @@ def session_or_404(ss, sid):
 
 
 def _pending_reason(rec):
-    if rec.get("pass_started_at"):
-        return f"re-clustering with the latest answers is running (started {rec['pass_started_at']})"
-    return "re-clustering with the latest answers is queued"
+    """Why the model is behind the latest answers: the last pass failed, or a pass is running or queued."""
+    running = (f"re-clustering with the latest answers is running (started {rec['pass_started_at']})"
+               if rec.get("pass_started_at") else None)
+    if rec["state"] == "FAILED":
+        detail = (rec.get("error") or {}).get("detail") or "unknown error"
+        return f"re-clustering failed: {detail}" + (f"; {running}" if running else "")
+    return running or "re-clustering with the latest answers is queued"
 
 
 def session_view(ss, rec):
@@ -64,17 +68,26 @@ def session_view(ss, rec):
     up_to_date = rec["observed_revision"] == rec["revision"]
     view = dict(rec)
     view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
+    view["budget_committed"] = _committed(rec)
     view.setdefault("lease_seconds", DEFAULT_LEASE_SECONDS)
+    exhausted = rec["budget_used"] >= rec["budget"]
     view["conditions"] = [
         {"type": "ModelUpToDate", "status": str(up_to_date), "observed_revision": rec["observed_revision"],
          "reason": None if up_to_date else _pending_reason(rec)},
-        {"type": "BudgetExhausted", "status": str(rec["budget_used"] >= rec["budget"]),
-         "observed_revision": rec["observed_revision"], "reason": None},
+        {"type": "BudgetExhausted", "status": str(exhausted), "observed_revision": rec["observed_revision"],
+         "reason": None if exhausted or view["budget_committed"] < rec["budget"] else
+         "the rest of the budget is held by questions with all their answers, waiting for re-clustering: new "
+         "answers are late unless the model leaves some of them unused"},
     ]
     view["disagreements"] = ss.reports(sid, "disagreements", 20)
     view["conflicts"] = ss.reports(sid, "conflicts", 20)
     view["model_url"] = url_for("sessions.get_model", session_id=sid)
     return view
+
+
+def _committed(rec):
+    """Questions the model used plus those waiting for it (sessions from before the field: used only)."""
+    return rec.get("budget_committed", rec["budget_used"])
 
 
 def _item_ids_of(question, item_ids):
@@ -104,8 +117,13 @@ def create_session(body):
     if triplet and body["n_clusters"] is None:
         raise ApiError(422, "invalid_n_clusters", "triplet sessions need n_clusters (DCRC does not grow K)",
                        errors={"/n_clusters": ["required with question_type 'triplet'"]})
+    if n < ACTIVE_MIN_SAMPLES:
+        detail = f"dataset {meta['id']} has {n} rows, at least {ACTIVE_MIN_SAMPLES} are required for a session"
+        raise ApiError(422, "dataset_too_small", detail, errors={"/dataset_id": [detail]})
     try:
         k = check_n_clusters(body["n_clusters"], n, allow_none=True)
+        if not triplet:  # URASC (urasc and random) needs K < n; ActiveDCRC takes K <= n
+            check_urasc_n_clusters(k, n)
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
     kind, preset = body["question_type"], body["preset"]
@@ -200,9 +218,12 @@ def lease_questions(body, session_id):
     rec = session_or_404(ss, session_id)
     item_ids = store.get_item_ids(rec["dataset_id"])
     remaining = max(rec["budget"] - rec["budget_used"], 0)
+    # While questions waiting for the model hold the rest of the budget, their answers would be late:
+    # nothing is handed out (Retry-After: the pass may leave some of them unused).
     questions = ss.lease(session_id, body["count"], body["worker_id"],
                          answers_per_question=rec["answers_per_question"],
-                         lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) if remaining else []
+                         lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) \
+        if _committed(rec) < rec["budget"] else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
     out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
             "item_ids": _item_ids_of(q, item_ids), "answers": vocab}
@@ -230,13 +251,14 @@ def post_answers(body, session_id):
                                        a.get("assignment_id"), rec["revision"], rec["answers_per_question"])
             if outcome == "accepted:ready":
                 outcome, ready = "accepted", True
-            elif outcome.startswith("rejected:"):
-                outcome, item["reason"] = "rejected", outcome.split(":", 1)[1]
+            elif outcome.startswith(("rejected:", "late:")):
+                outcome, item["reason"] = outcome.split(":", 1)
         item["outcome"] = outcome
         counts[outcome] += 1
         results.append(item)
     deltas = dict(counts, answers_received=len(body["answers"]))
-    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0, answers=counts)
+    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0, answers=counts,
+                                settled=not ready)
     if revision is None:
         raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
     if ready:
@@ -247,15 +269,22 @@ def post_answers(body, session_id):
 @blp.route("/<string:session_id>/model", methods=["GET"])
 @blp.etag
 @blp.response(200, ModelSchema)
-@problem_docs(blp, (404, "Unknown session"), (409, "No model yet"))
+@problem_docs(blp, (404, "Unknown session"), (409, "No model yet, or the session failed before its first one"))
 def get_model(session_id):
     """Labels and derived constraints at ``observed_revision``."""
     store = get_store()
     ss = SessionStore(store)
     rec = session_or_404(ss, session_id)
     model = ss.get_model(session_id)
+    if model is None and rec["state"] == "FAILED":
+        detail = (rec.get("error") or {}).get("detail") or "unknown error"
+        raise ApiError(409, "session_failed", f"the session failed before its first model: {detail}",
+                       state=rec["state"], error=rec.get("error"))
     if model is None:
         raise ApiError(409, "model_not_ready", "the first model of this session is still being computed",
                        state=rec["state"])
+    # The record's observed_revision moves past the model's when later answers closed no question
+    # (they change nothing the model uses); the model written by a pass still ending is newer.
+    model["observed_revision"] = max(model["observed_revision"], rec["observed_revision"])
     model["item_ids"] = store.get_item_ids(rec["dataset_id"])
     return model

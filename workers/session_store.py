@@ -11,7 +11,7 @@ Layout (prefix ``shoal:session:{id}``)::
     :answer_log       list    the same answers with their question_id, in arrival order (one
                               read for the per-pass aggregation instead of one per question)
     :lease:{qid}      zset    worker id -> lease time (Unix s); 0 once that worker answered
-    :assignments      hash    assignment_id -> outcome (idempotent retries)
+    :assignments      hash    assignment_id -> the question it answered (idempotent retries)
     :ready            list    question ids with enough answers, waiting for the model
     :update           string  "running" while a re-clustering task runs
     :update_pending   string  set when answers arrive during a run (coalescing)
@@ -47,27 +47,60 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 """
 
-# Atomically record one answer: returns the outcome string. The answering
-# worker's lease on the question stops counting as outstanding (score 0).
+# Atomically record one answer: returns the outcome string. The budget: a
+# question that gets all its answers is committed to the model (record field
+# budget_committed = questions the model used + those waiting for it); once
+# that reaches the budget, answers are late (not recorded: a retry after a
+# pass left some questions unused is taken) and the worker's lease is dropped,
+# so the slot it held goes to whoever leases next. An assignment id
+# is recorded with the question it answered (sessions from before kept the
+# outcome instead, 'accepted' or 'late': those still count as a retry). A named
+# worker answers a question once: its answers are in the question's list. The
+# answering worker's lease on the question stops counting as outstanding
+# (score 0), so it is never leased that question again.
 _ANSWER_LUA = """
 local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local log = KEYS[7]
 local qid, assignment, payload, needed, worker = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
 local ttl, logged = tonumber(ARGV[6]), ARGV[7]
 if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
-if assignment ~= '' and redis.call('HEXISTS', assign, assignment) == 1 then
-  return 'duplicate'
+if assignment ~= '' then
+  local used = redis.call('HGET', assign, assignment)
+  if used == qid or used == 'accepted' or used == 'late' then return 'duplicate' end
+  if used then
+    return "rejected:assignment_id '" .. assignment .. "' was already used for question " .. used
+  end
 end
 local q = redis.call('HGET', qkey, qid)
 if not q then return 'rejected:unknown question_id' end
 if worker ~= '' then
-  redis.call('ZADD', lease, 0, worker)
-  redis.call('EXPIRE', lease, ttl)
+  for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
+    local given = cjson.decode(raw)
+    if given['worker_id'] == worker then
+      local first = given['assignment_id']
+      return 'rejected:worker ' .. worker .. ' already answered this question'
+        .. (type(first) == 'string' and (' (assignment_id ' .. first .. ')') or '')
+    end
+  end
 end
 local question = cjson.decode(q)
 if question['status'] ~= 'open' then
-  if assignment ~= '' then redis.call('HSET', assign, assignment, 'late') end
-  return 'late'
+  if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
+  if question['status'] == 'withdrawn' then return 'late:the question was withdrawn (no longer asked)' end
+  return 'late:the question already has its answers'
+end
+local budget = tonumber(redis.call('HGET', rec, 'budget'))
+local committed = tonumber(redis.call('HGET', rec, 'budget_committed'))
+if not committed then  -- a session from before the field
+  committed = tonumber(redis.call('HGET', rec, 'budget_used')) + redis.call('LLEN', ready)
+end
+if committed >= budget then
+  if worker ~= '' then redis.call('ZREM', lease, worker) end  -- frees its slot for when the budget frees up
+  return 'late:budget exhausted: the model has used, or is being told, all ' .. budget .. ' questions'
+end
+if worker ~= '' then
+  redis.call('ZADD', lease, 0, worker)
+  redis.call('EXPIRE', lease, ttl)
 end
 redis.call('RPUSH', akey, payload)
 redis.call('EXPIRE', akey, ttl)
@@ -78,10 +111,11 @@ local outcome = 'accepted'
 if question['n_answers'] >= needed then
   question['status'] = 'ready'
   redis.call('RPUSH', ready, qid)
+  redis.call('HSET', rec, 'budget_committed', committed + 1)
   outcome = 'accepted:ready'
 end
 redis.call('HSET', qkey, qid, cjson.encode(question))
-if assignment ~= '' then redis.call('HSET', assign, assignment, 'accepted') end
+if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
 return outcome
 """
 
@@ -116,6 +150,52 @@ return out
 """
 
 
+# End a re-clustering pass (KEYS[1] the record, KEYS[2] the ready list), in one
+# step with reading the questions that got their answers meanwhile: ARGV[1] the
+# revision the pass read, ARGV[2] the questions the model used, ARGV[3..] more
+# field / value pairs (JSON). With no question waiting, the model reflects every
+# closed question, so it is up to date with the current revision (answers since
+# the pass started closed nothing); otherwise with the revision the pass read
+# (never lowered) and the pass those questions queued follows. The budget
+# committed is recounted: used + waiting. Returns the observed revision written
+# (nil: the session is gone).
+_FINISH_PASS_LUA = """
+if redis.call('EXISTS', KEYS[1]) == 0 then return false end
+local used = tonumber(ARGV[2])
+local waiting = redis.call('LLEN', KEYS[2])
+local observed = tonumber(redis.call('HGET', KEYS[1], 'revision'))
+if waiting > 0 then
+  observed = math.max(tonumber(ARGV[1]), tonumber(redis.call('HGET', KEYS[1], 'observed_revision')))
+end
+redis.call('HSET', KEYS[1], 'observed_revision', observed, 'budget_used', used, 'budget_committed', used + waiting,
+           unpack(ARGV, 3))
+return observed
+"""
+
+# Withdraw the questions ARGV[4..] of the questions hash KEYS[1] that are still
+# open, checked and written in one step (an answer arriving meanwhile is either
+# counted before or late after): only those without answers and without a lease
+# (key prefix ARGV[1]) younger than ARGV[2] (Unix s), or, with ARGV[3] == '1'
+# (the session is complete), every one. Returns the withdrawn documents.
+_WITHDRAW_LUA = """
+local out, since, final = {}, ARGV[2], ARGV[3] == '1'
+for i = 4, #ARGV do
+  local raw = redis.call('HGET', KEYS[1], ARGV[i])
+  if raw then
+    local q = cjson.decode(raw)
+    if q['status'] == 'open' and (final or (q['n_answers'] == 0
+        and redis.call('ZCOUNT', ARGV[1] .. ARGV[i], '(' .. since, '+inf') == 0)) then
+      q['status'] = 'withdrawn'
+      raw = cjson.encode(q)
+      redis.call('HSET', KEYS[1], ARGV[i], raw)
+      table.insert(out, raw)
+    end
+  end
+end
+return out
+"""
+
+
 class SessionStore:
     """Session records, question pools and answers in Redis.
 
@@ -132,6 +212,8 @@ class SessionStore:
         self._answer_script = self.r.register_script(_ANSWER_LUA)
         self._update_script = self.r.register_script(_UPDATE_LUA)
         self._lease_script = self.r.register_script(_LEASE_LUA)
+        self._finish_script = self.r.register_script(_FINISH_PASS_LUA)
+        self._withdraw_script = self.r.register_script(_WITHDRAW_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
@@ -156,8 +238,9 @@ class SessionStore:
             "random_state": int(random_state), "revision": 0, "observed_revision": -1,
             "state": "INITIALIZING", "error": None,
             "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,
-                         "questions_closed": 0, "disagreements": 0, "conflicts": 0},
-            "budget_used": 0, "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
+                         "questions_closed": 0, "questions_unused": 0, "disagreements": 0, "conflicts": 0},
+            "budget_used": 0, "budget_committed": 0,  # used by the model; + waiting for it (answer script)
+            "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
             "answer_log": True,  # every answer is in :answer_log (see all_answers); not on the wire
         }
@@ -210,6 +293,34 @@ class SessionStore:
         args = [x for k, v in fields.items() for x in (k, json.dumps(v))]
         return bool(self._update_script(keys=[self._key(sid)], args=args))
 
+    def finish_pass(self, sid, revision, used, **fields):
+        """Write the end of a re-clustering pass in one atomic step.
+
+        Parameters
+        ----------
+        sid : str
+        revision : int
+            The revision the pass read: the model reflects the answers up to
+            it, and up to the current revision when no question got all its
+            answers since the pass took the waiting ones (the later answers
+            closed nothing); ``observed_revision`` is set accordingly.
+        used : int
+            Questions the model has used (``budget_used``). ``budget_committed``
+            becomes ``used`` plus the questions that got all their answers
+            since the pass took the waiting ones.
+        **fields
+            More record fields (``state``, ``error``, ...).
+
+        Returns
+        -------
+        int or None
+            The ``observed_revision`` written; None if the session no longer exists.
+        """
+        fields["updated_at"] = utcnow_iso()
+        args = [revision, int(used)] + [x for k, v in fields.items() for x in (k, json.dumps(v))]
+        out = self._finish_script(keys=[self._key(sid), self._key(sid, ":ready")], args=args)
+        return None if out is None else int(out)
+
     def delete(self, sid):
         """Delete the session and everything under it; False if it did not exist.
 
@@ -225,32 +336,53 @@ class SessionStore:
             self.r.delete(*keys[i:i + 500])
         return existed
 
-    def bump_counters(self, sid, deltas, *, revision_step=0, answers=None):
+    def bump_counters(self, sid, deltas, *, revision_step=0, answers=None, settled=False):
         """Add to counters (and the revision) with an optimistic transaction.
 
-        ``answers`` (outcome -> count of one answers request) is added to the
-        service-wide counters of ``GET /metrics`` in the same transaction.
-        Returns the new revision, or None if the session does not exist.
+        Parameters
+        ----------
+        sid : str
+        deltas : dict of str to int
+            Added to the record's ``counters``.
+        revision_step : int, default=0
+            Added to the revision (1 for an answers request that added an answer).
+        answers : dict of str to int or None
+            Outcome -> count of one answers request, added to the service-wide
+            counters of ``GET /metrics`` in the same transaction.
+        settled : bool, default=False
+            The request's answers changed nothing the model uses (they closed
+            no question). If the model was up to date with the revision before
+            them and no question waits for it, ``observed_revision`` moves to
+            the new revision in the same transaction: the model is up to date
+            with these answers without a pass. Otherwise the pass that is due
+            (running or queued) brings it there (:meth:`finish_pass`).
+
+        Returns
+        -------
+        int or None
+            The new revision, or None if the session does not exist.
         """
-        key = self._key(sid)
+        key, ready = self._key(sid), self._key(sid, ":ready")
 
         def tx(pipe):
-            raw = pipe.hmget(key, ["counters", "revision"])
+            raw = pipe.hmget(key, ["counters", "revision", "observed_revision"])
             if raw[0] is None:  # deleted meanwhile
                 pipe.unwatch()
                 return None
-            counters, revision = json.loads(raw[0]), json.loads(raw[1])
+            counters, revision, observed = json.loads(raw[0]), json.loads(raw[1]), json.loads(raw[2])
             for k, v in deltas.items():
                 counters[k] = counters.get(k, 0) + v
+            fields = {"counters": json.dumps(counters), "revision": json.dumps(revision + revision_step),
+                      "updated_at": json.dumps(utcnow_iso())}
+            if settled and revision_step and observed == revision and not pipe.llen(ready):
+                fields["observed_revision"] = json.dumps(revision + revision_step)
             pipe.multi()
-            pipe.hset(key, mapping={"counters": json.dumps(counters),
-                                    "revision": json.dumps(revision + revision_step),
-                                    "updated_at": json.dumps(utcnow_iso())})
+            pipe.hset(key, mapping=fields)
             if answers:
                 stats.answers_recorded(pipe, answers)
             return revision + revision_step
 
-        return self.r.transaction(tx, key, value_from_callable=True)
+        return self.r.transaction(tx, key, ready, value_from_callable=True)
 
     # ----------------------------------------------------------- estimator state
     def save_state(self, sid, state):
@@ -268,7 +400,7 @@ class SessionStore:
         return json.loads(raw) if raw else None
 
     # ------------------------------------------------------------- questions
-    def replace_pool(self, sid, questions, revision, lease_seconds=DEFAULT_LEASE_SECONDS):
+    def replace_pool(self, sid, questions, revision, lease_seconds=DEFAULT_LEASE_SECONDS, *, final=False):
         """Open ``questions`` (dicts with ``question_id`` and ``items``), best first.
 
         Questions still open keep their answers and leases. Questions no
@@ -276,7 +408,11 @@ class SessionStore:
         unless they have answers or a worker holds a lease on them younger
         than ``lease_seconds``: that worker's answer is still taken (with 48
         workers and a pool of 50, 3.6% of the answers came late when leased
-        questions were withdrawn under them; bench/speed_crowd.py).
+        questions were withdrawn under them; bench/speed_crowd.py). With
+        ``final`` (the session is complete: its budget is used up or nothing
+        is left to ask) every open question not in ``questions`` is
+        withdrawn, also one with answers: it can never close. A withdrawn
+        question suggested again reopens with the answers it had.
 
         Parameters
         ----------
@@ -289,6 +425,8 @@ class SessionStore:
             of questions opened now).
         lease_seconds : float, default=DEFAULT_LEASE_SECONDS
             Age (s) below which a worker's lease keeps a question open.
+        final : bool, default=False
+            Withdraw every other open question (see above).
 
         Returns
         -------
@@ -300,25 +438,19 @@ class SessionStore:
         qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
         existing = decode_record(self.r.hgetall(qkey)) or {}
         keep = {q["question_id"] for q in questions}
-        idle = [qid for qid, q in existing.items() if q["status"] == "open" and qid not in keep
-                and q["n_answers"] == 0]
-        if idle:
-            since = time.time() - lease_seconds
-            with self.r.pipeline(transaction=False) as check:
-                for qid in idle:
-                    check.zcount(self._key(sid, f":lease:{qid}"), f"({since}", "+inf")
-                held = check.execute()
-            idle = [qid for qid, n in zip(idle, held) if not n]
+        stale = [qid for qid, q in existing.items() if q["status"] == "open" and qid not in keep
+                 and (final or q["n_answers"] == 0)]
+        if stale:
+            withdrawn = self._withdraw_script(keys=[qkey], args=[self._key(sid, ":lease:"),
+                                                                 repr(time.time() - lease_seconds),
+                                                                 "1" if final else "0", *stale])
+            existing.update((q["question_id"], q) for q in map(json.loads, withdrawn))
         pipe = self.r.pipeline()
-        for qid in idle:
-            q = existing[qid]
-            q["status"] = "withdrawn"
-            pipe.hset(qkey, qid, json.dumps(q))
         for q in questions:
             old = existing.get(q["question_id"])
             if old is None or old["status"] == "withdrawn":
                 doc = {"question_id": q["question_id"], "type": q["type"], "items": q["items"],
-                       "status": "open", "n_answers": 0, "created_revision": revision,
+                       "status": "open", "n_answers": old["n_answers"] if old else 0, "created_revision": revision,
                        "sample": q.get("sample"), "score": q.get("score")}
                 pipe.hset(qkey, q["question_id"], json.dumps(doc))
                 existing[q["question_id"]] = doc
@@ -347,9 +479,9 @@ class SessionStore:
         questions : list of dict
             The question documents (``question_id``, ``type``, ``items``,
             ``status``, ``n_answers``, ``created_revision``, and once closed
-            ``aggregated``), each with ``answers``: its recorded answers
-            (``worker_id``, ``assignment_id``, ``answer``, ``revision``) in
-            arrival order.
+            ``aggregated`` and ``model_outcome``; None before), each with
+            ``answers``: its recorded answers (``worker_id``,
+            ``assignment_id``, ``answer``, ``revision``) in arrival order.
         next_page_token : str or None
             None on the last page.
 
@@ -365,6 +497,7 @@ class SessionStore:
         page = docs[:page_size]
         for q, given in zip(page, self.answers(sid, [q["question_id"] for q in page])):
             q.setdefault("aggregated", None)
+            q.setdefault("model_outcome", None)
             q["answers"] = [{k: a.get(k) for k in ("worker_id", "assignment_id", "answer", "revision")}
                             for a in given]
         token = encode_token(0, page[-1]["question_id"]) if len(docs) > page_size else None
@@ -424,8 +557,13 @@ class SessionStore:
         -------
         outcome : str
             ``accepted``, ``accepted:ready`` (the question now has enough
-            answers), ``duplicate`` (assignment id seen before), ``late``
-            (question closed or withdrawn) or ``rejected:<reason>``.
+            answers), ``duplicate`` (the assignment id answered this question
+            before: a retry, nothing recorded), ``late:<reason>`` (question
+            closed or withdrawn, or the budget is used up: the model has used
+            or is being told ``budget`` questions) or ``rejected:<reason>``
+            (unknown question, an assignment id already used for another
+            question, or a worker answering a question it answered before;
+            nothing is recorded, so a retry is rejected again).
         """
         given = {"answer": answer, "worker_id": worker_id, "assignment_id": assignment_id,
                  "revision": revision, "at": time.time()}
@@ -526,27 +664,25 @@ class SessionStore:
             ids, _ = pipe.execute()
         return [i.decode() for i in ids]
 
-    def close_questions(self, sid, closing):
-        """Close questions with their aggregated answers, in one read and one write.
+    def questions(self, sid, qids):
+        """The documents of questions ``qids`` (None for an unknown id), in one read."""
+        raw = self.r.hmget(self._key(sid, ":questions"), qids) if qids else []
+        return [json.loads(q) if q else None for q in raw]
+
+    def close_questions(self, sid, closed):
+        """Write closed question documents, in one write.
 
         Parameters
         ----------
         sid : str
-        closing : list of (str, str, list of str)
-            ``(question_id, aggregated answer, votes)``.
-
-        Returns
-        -------
-        list of dict
-            The closed question documents, in the order of ``closing``.
+        closed : list of dict
+            Question documents (:meth:`questions`) with ``status`` "closed",
+            ``aggregated``, ``votes`` and ``model_outcome`` set by the pass.
+            Questions waiting for the model are not changed by answers (those
+            are late), so reading them first and writing them here loses nothing.
         """
-        qkey = self._key(sid, ":questions")
-        docs = [json.loads(raw) for raw in self.r.hmget(qkey, [qid for qid, _, _ in closing])] if closing else []
-        for q, (_, aggregated, votes) in zip(docs, closing):
-            q.update(status="closed", aggregated=aggregated, votes=votes)
-        if docs:
-            self.r.hset(qkey, mapping={q["question_id"]: json.dumps(q) for q in docs})
-        return docs
+        if closed:
+            self.r.hset(self._key(sid, ":questions"), mapping={q["question_id"]: json.dumps(q) for q in closed})
 
     def add_report(self, sid, kind, item):
         """Append to ``disagreements`` or ``conflicts`` (kept for the session view)."""

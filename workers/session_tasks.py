@@ -171,7 +171,25 @@ def _model(sid, revision, est, labels, labels_true, closed, workers):
 def update_once(store, ss, sid):
     """One pass: tell aggregated answers, re-cluster, refill the pool, save.
 
-    Returns the session's new state and the revision the model reflects.
+    Each question that got its answers is closed with the aggregated answer
+    and what the estimator did with it (``model_outcome``: ``accepted``, or
+    ``implied`` / ``duplicate`` / ``conflict`` / ``rejected`` /
+    ``over_budget``, which the model did not use and the session counts under
+    ``questions_unused``). Once the budget is used up, or nothing is left to
+    ask, the session is COMPLETED and its open questions are withdrawn.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    ss : workers.session_store.SessionStore
+    sid : str
+
+    Returns
+    -------
+    state : {"ACTIVE", "COMPLETED"}
+        The session's new state.
+    observed_revision : int or None
+        The revision the model reflects (None: the session was deleted meanwhile).
     """
     started = time.time()
     rec = ss.get(sid)
@@ -186,27 +204,32 @@ def update_once(store, ss, sid):
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
         agg = aggregate(answers, ready, dawid_skene if rec.get("aggregation", "one_coin") == "one_coin" else None)
-        told = []
-        for q in ss.close_questions(sid, [(qid, *agg[qid]) for qid in ready]):
-            qid, answer, votes = q["question_id"], q["aggregated"], q["votes"]
-            told.append(_told(q, answer))
+        closing = [q for q in ss.questions(sid, ready) if q is not None]
+        told = [_told(q, agg[q["question_id"]][0]) for q in closing]
+        outcomes = est.tell(told)
+        for q, (i, j, *rest), outcome in zip(closing, told, outcomes):
+            qid = q["question_id"]
+            answer, votes = agg[qid]
+            q.update(status="closed", aggregated=answer, votes=votes, model_outcome=outcome)
             if len(set(votes)) > 1:
                 deltas["disagreements"] += 1
                 ss.add_report(sid, "disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
                                                      "aggregated": answer})
-        outcomes = est.tell(told)
-        for (i, j, *rest), outcome, qid in zip(told, outcomes, ready):
+            if outcome != "accepted":
+                deltas["questions_unused"] += 1
             if outcome == "conflict":  # URASC (pairwise) only: (i, j, answer)
                 deltas["conflicts"] += 1
                 ss.add_report(sid, "conflicts", {"question_id": qid, "items": [i, j],
                                                  "answer": {True: "must_link", False: "cannot_link"}.get(rest[0]),
                                                  "reason": "contradicts earlier answers; not used"})
-        deltas["questions_closed"] += len(ready)
+        ss.close_questions(sid, closing)
+        deltas["questions_closed"] += len(closing)
         est.update()
     pool_size = int(rec["params"].get("pool_size", 20))
     queries = est.suggest_queries(pool_size)
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
-    docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS))
+    done = est.n_questions_ >= rec["budget"] or not pool
+    docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS), final=done)
     closed = [q for q in docs.values() if q["status"] == "closed"]
     ss.save_state(sid, est.get_state())
     labels = np.asarray(est.labels_, dtype=np.int64)
@@ -214,10 +237,10 @@ def update_once(store, ss, sid):
                               worker_reliability(answers, dawid_skene)))
     if deltas:
         ss.bump_counters(sid, dict(deltas))
-    state = "COMPLETED" if est.n_questions_ >= rec["budget"] or not pool else "ACTIVE"
-    ss.update(sid, observed_revision=revision, budget_used=int(est.n_questions_), state=state, error=None,
-              pass_started_at=None, last_pass_seconds=round(time.time() - started, 3))
-    return state, revision
+    state = "COMPLETED" if done else "ACTIVE"
+    observed = ss.finish_pass(sid, revision, est.n_questions_, state=state, error=None, pass_started_at=None,
+                              last_pass_seconds=round(time.time() - started, 3))
+    return state, observed
 
 
 def _notify(sid, url, state, revision):

@@ -414,3 +414,34 @@ def test_metrics():
     np.testing.assert_array_equal(
         violated_constraints(y, [[0, 1], [0, 2], [2, 3], [4, 0]], [1, 1, -1, -1]), [False, True, True, False])
     assert violated_constraints(y, np.empty((0, 2)), []).shape == (0,)
+
+
+@pytest.mark.parametrize("make", [
+    lambda: __import__("clustering").URASC(), lambda: __import__("clustering").URASC(strategy="random"),
+    lambda: __import__("clustering._active_dcrc", fromlist=["ActiveDCRC"]).ActiveDCRC(n_clusters=2),
+    lambda: __import__("clustering._active_dcrc", fromlist=["ActiveDCRC"]).ActiveDCRC(n_clusters=2,
+                                                                                      strategy="random"),
+], ids=["urasc", "urasc-random", "active-dcrc", "active-dcrc-random"])
+def test_active_estimators_start_on_exactly_the_rows_the_service_allows(make):
+    """The service refuses a session below ACTIVE_MIN_SAMPLES rows; every session estimator runs from there."""
+    from clustering.validation import ACTIVE_MIN_SAMPLES
+
+    X = np.arange(2.0 * ACTIVE_MIN_SAMPLES).reshape(-1, 2) ** 2
+    make().fit(X)
+    with pytest.raises(InvalidInputError, match=f"at least {ACTIVE_MIN_SAMPLES}"):
+        make().fit(X[:-1])
+
+
+def test_urasc_n_clusters_limit_is_the_one_the_service_checks():
+    from clustering import URASC
+    from clustering.validation import check_urasc_n_clusters
+
+    X = np.arange(8.0).reshape(4, 2) ** 2
+    assert check_urasc_n_clusters(None, 4) is None and check_urasc_n_clusters(3, 4) == 3
+    for strategy in ("urasc", "random"):
+        URASC(n_clusters=3, strategy=strategy).fit(X)
+        with pytest.raises(InvalidInputError, match="must be < n_samples") as err:
+            URASC(n_clusters=4, strategy=strategy).fit(X)
+        with pytest.raises(InvalidInputError) as same:
+            check_urasc_n_clusters(4, 4)
+        assert str(err.value) == str(same.value) and err.value.field == "n_clusters"

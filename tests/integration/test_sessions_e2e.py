@@ -131,6 +131,99 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, op
     assert ari > baseline, (ari, baseline, adjusted_rand_score(y, first_model["labels"]))
 
 
+def _all_questions(base, sid, status):
+    out, token = [], None
+    while True:
+        page = requests.get(f"{base}/v1/sessions/{sid}/questions", timeout=30, params={
+            "status": status, "page_size": 100, **({"page_token": token} if token else {})}).json()
+        out += page["questions"]
+        token = page["next_page_token"]
+        if not token:
+            return out
+
+
+def test_a_parallel_crowd_stops_at_the_budget_and_the_counters_add_up(live):
+    """Eight workers lease and answer in parallel (three answers per question) until the budget is
+    used up: answers past it are late, no question stays open, nobody answers a question twice."""
+    import threading
+    from collections import Counter
+
+    X, y = load("iris", zscore=False)
+    did = upload(live, X, y)
+    budget = 40
+    r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": budget,
+                                                   "answers_per_question": 3, "pool_size": 10}, timeout=30)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    _wait_up_to_date(live, sid)
+    seen, lock, errors = Counter(), threading.Lock(), []
+
+    def crowd_worker(w):
+        try:
+            deadline = time.monotonic() + 120
+            while time.monotonic() < deadline:
+                lease = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 3, "worker_id": w},
+                                      timeout=30).json()
+                if not lease["questions"]:
+                    if requests.get(f"{live}/v1/sessions/{sid}", timeout=30).json()["state"] != "ACTIVE":
+                        return
+                    time.sleep(0.05)
+                    continue
+                batch = [{"question_id": q["question_id"], "worker_id": w, "assignment_id": f"{w}-{q['question_id']}",
+                          "answer": "must_link" if y[q["items"][0]] == y[q["items"][1]] else "cannot_link"}
+                         for q in lease["questions"]]
+                res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30).json()
+                with lock:
+                    seen.update(x["outcome"] for x in res["results"])
+                assert all(x["reason"] for x in res["results"] if x["outcome"] in ("late", "rejected")), res
+                assert not any(x["outcome"] in ("rejected", "duplicate") for x in res["results"]), res
+            raise AssertionError(f"{w}: the session did not complete in time")
+        except Exception as exc:  # noqa: BLE001 - reported by the main thread
+            errors.append(exc)
+
+    threads = [threading.Thread(target=crowd_worker, args=(f"w{k}",)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    session = _wait_up_to_date(live, sid)
+    c = session["counters"]
+    assert session["state"] == "COMPLETED" and 0 < session["budget_used"] <= budget, session
+    assert session["budget_committed"] == session["budget_used"]
+    assert c["questions_closed"] == session["budget_used"] + c["questions_unused"], c
+    assert c["answers_received"] == sum(seen.values()) == c["accepted"] + c["duplicate"] + c["late"] + c["rejected"]
+    assert {o: c[o] for o in seen} == dict(seen)
+    assert _all_questions(live, sid, "open") == [] and _all_questions(live, sid, "ready") == []
+    closed = _all_questions(live, sid, "closed")
+    assert len(closed) == c["questions_closed"]
+    assert sum(q["model_outcome"] != "accepted" for q in closed) == c["questions_unused"]
+    for q in closed + _all_questions(live, sid, "withdrawn"):
+        workers = [a["worker_id"] for a in q["answers"]]
+        assert len(workers) == len(set(workers)) == q["n_answers"], q
+    model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
+    assert model["n_questions_used"] == session["budget_used"]
+
+
+def test_a_partial_answer_keeps_the_model_up_to_date_without_a_pass(live):
+    X, y = load("iris", zscore=False)
+    sid = requests.post(f"{live}/v1/sessions", json={"dataset_id": upload(live, X, y), "n_clusters": 3,
+                                                     "budget": 10, "answers_per_question": 3}, timeout=30).json()["id"]
+    before = _wait_up_to_date(live, sid)
+    q = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "w1"},
+                      timeout=30).json()["questions"][0]
+    res = requests.post(f"{live}/v1/sessions/{sid}/answers", timeout=30, json={"answers": [
+        {"question_id": q["question_id"], "answer": "must_link", "worker_id": "w1", "assignment_id": "a1"}]}).json()
+    assert res["results"][0]["outcome"] == "accepted" and res["revision"] == before["revision"] + 1
+    time.sleep(1)  # a pass, had one been queued, would have run by now
+    s = requests.get(f"{live}/v1/sessions/{sid}", timeout=30).json()
+    cond = {c["type"]: c for c in s["conditions"]}["ModelUpToDate"]
+    assert (cond["status"], s["observed_revision"]) == ("True", res["revision"]), s
+    assert s["last_pass_seconds"] == before["last_pass_seconds"] and s["updated_at"] > before["updated_at"]
+    model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
+    assert model["observed_revision"] == res["revision"]
+
+
 def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     X, y = load("iris", zscore=False)
     did = upload(live, X, y)

@@ -140,8 +140,8 @@ def test_all_answers_are_every_recorded_answer_in_arrival_order(client, store, b
     given = [("q2", "cannot_link", "w1", "a1"), ("q1", "must_link", "w1", "a2"), ("q2", "dont_know", "w2", "a3"),
              ("q2", "must_link", "w3", "a4"), ("q1", "must_link", "w1", "a2"), ("q9", "must_link", "w1", "a5")]
     outcomes = [ss.record_answer(sid, q, a, w, asg, 0) for q, a, w, asg in given]
-    assert outcomes == ["accepted", "accepted", "accepted:ready", "late", "duplicate",
-                        "rejected:unknown question_id"]
+    assert outcomes == ["accepted", "accepted", "accepted:ready", "late:the question already has its answers",
+                        "duplicate", "rejected:unknown question_id"]
     logged = ss.all_answers(sid)
     assert [(q, a["answer"], a["worker_id"], a["assignment_id"]) for q, a in logged] == given[:3]
     assert [a for q, a in logged if q == "q2"] == ss.answers(sid, ["q2"])[0]
@@ -251,3 +251,48 @@ def test_questions_list_their_answers_and_the_aggregate(client, store, blobs_dat
     bad = client.get(f"/v1/sessions/{sid}/questions?status=maybe")
     assert bad.status_code == 422 and bad.content_type == PROBLEM
     assert client.get("/v1/sessions/ses_nope/questions").status_code == 404
+
+
+@pytest.mark.parametrize("rows, body, pointer, fragment", [
+    (2, {}, "/dataset_id", "has 2 rows, at least 3"),
+    (2, {"question_type": "triplet", "n_clusters": 2}, "/dataset_id", "has 2 rows, at least 3"),
+    (3, {"n_clusters": 3}, "/n_clusters", "must be < n_samples"),
+    (3, {"n_clusters": 3, "strategy": "random"}, "/n_clusters", "must be < n_samples"),
+    (3, {"question_type": "triplet", "n_clusters": 4}, "/n_clusters", "<= n_samples (3)"),
+])
+def test_a_session_that_could_never_run_is_refused_at_creation(client, rows, body, pointer, fragment):
+    did = client.post("/v1/datasets", json={"data": [[float(i), float(i * i)] for i in range(rows)]}).json["id"]
+    r = client.post("/v1/sessions", json={"dataset_id": did, **body})
+    assert r.status_code == 422 and r.content_type == PROBLEM, r.json
+    assert list(r.json["errors"]) == [pointer] and fragment in r.json["errors"][pointer][0], r.json
+    assert fragment in r.json["detail"]
+
+
+@pytest.mark.parametrize("body", [{"n_clusters": 2}, {"question_type": "triplet", "n_clusters": 3},
+                                  {"question_type": "triplet", "n_clusters": 3, "strategy": "random"}])
+def test_the_smallest_sessions_that_can_run_are_accepted_and_run(client, store, body):
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    did = client.post("/v1/datasets", json={"data": [[0.0, 0.0], [1.0, 1.0], [5.0, 5.0]]}).json["id"]
+    r = client.post("/v1/sessions", json={"dataset_id": did, "budget": 2, **body})
+    assert r.status_code == 201, r.json
+    assert update_once(store, SessionStore(store), r.json["id"])[0] in ("ACTIVE", "COMPLETED")
+
+
+def test_a_failed_session_says_so_in_its_condition_and_model(client, store, blobs_dataset, monkeypatch):
+    """A pass that fails (here: the dataset expired before the first pass) leaves a FAILED
+    session whose condition and model answer name the failure, not a queued pass."""
+    from workers import session_tasks
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
+    store.delete_dataset(blobs_dataset[0])  # as if its TTL ran out
+    monkeypatch.setattr(session_tasks, "get_store", lambda: store)
+    session_tasks.session_update.run(sid)  # the worker's task, run here
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert s["state"] == "FAILED" and "no longer exists" in s["error"]["detail"]
+    cond = {c["type"]: c for c in s["conditions"]}["ModelUpToDate"]
+    assert cond["status"] == "False" and "failed" in cond["reason"] and s["error"]["detail"] in cond["reason"]
+    r = client.get(f"/v1/sessions/{sid}/model")
+    assert r.status_code == 409 and r.content_type == PROBLEM and r.json["code"] == "session_failed", r.json
+    assert s["error"]["detail"] in r.json["detail"] and r.json["error"] == s["error"]

@@ -142,7 +142,8 @@ def test_a_refill_does_not_withdraw_a_question_a_worker_is_answering(client, sto
     assert ss.question(sid, idle["question_id"])["status"] == "withdrawn"  # nobody held it
     assert ss.question(sid, held["question_id"])["status"] == "open"  # w holds it: its answer still counts
     assert ss.record_answer(sid, held["question_id"], "must_link", "w", "w-1", 1, 1) == "accepted:ready"
-    assert ss.record_answer(sid, idle["question_id"], "must_link", "v", "v-1", 1, 1) == "late"
+    assert ss.record_answer(sid, idle["question_id"], "must_link", "v", "v-1", 1, 1) == \
+        "late:the question was withdrawn (no longer asked)"
     # a lease older than lease_seconds no longer keeps a question
     other = ss.lease(sid, 1, "x")[0]
     ss.replace_pool(sid, [], revision=2, lease_seconds=0)

@@ -1,0 +1,254 @@
+"""Answers to a session over HTTP: per-item outcomes, the ModelUpToDate condition, the budget.
+
+The worker's passes run here (``update_once``) on the test store, whose queue
+no worker consumes, so the tests decide when a pass runs.
+"""
+
+import pytest
+
+PROBLEM = "application/problem+json"
+
+
+def _open(client, store, dataset_id, **options):
+    """A session whose first pass ran (the pool is open); returns (sid, SessionStore)."""
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    r = client.post("/v1/sessions", json={"dataset_id": dataset_id, "n_clusters": 3, "budget": 30, **options})
+    assert r.status_code == 201, r.json
+    sid, ss = r.json["id"], SessionStore(store)
+    update_once(store, ss, sid)
+    ss.finish_update(sid)  # as the worker does after its pass
+    return sid, ss
+
+
+def _answer(client, sid, *items):
+    """POST answers given as (question_id, answer, worker_id, assignment_id) tuples."""
+    body = {"answers": [{k: v for k, v in zip(("question_id", "answer", "worker_id", "assignment_id"), it)
+                         if v is not None} for it in items]}
+    r = client.post(f"/v1/sessions/{sid}/answers", json=body)
+    assert r.status_code == 200, r.json
+    return r.json
+
+
+def _condition(session, kind="ModelUpToDate"):
+    return {c["type"]: c for c in session["conditions"]}[kind]
+
+
+# ---------------------------------------------------------------- ModelUpToDate
+
+
+def test_an_answer_that_closes_no_question_leaves_the_model_up_to_date(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3)
+    q = client.post(f"/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "w1"}).json["questions"][0]
+    res = _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    assert res["results"][0]["outcome"] == "accepted" and res["revision"] == 1
+    s = client.get(f"/v1/sessions/{sid}").json
+    cond = _condition(s)
+    assert (s["revision"], s["observed_revision"], cond["status"], cond["reason"]) == (1, 1, "True", None), s
+    assert not store.r.exists(ss._key(sid, ":update"))  # and nothing was queued for it
+    assert client.get(f"/v1/sessions/{sid}/model").json["observed_revision"] == 1
+
+
+def test_a_pass_running_while_an_answer_closes_nothing_ends_up_to_date(client, store, blobs_dataset, monkeypatch):
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
+    q1, q2 = ss.lease(sid, 2, None)
+    _answer(client, sid, (q1["question_id"], "must_link", "w1", "a1"), (q1["question_id"], "must_link", "w2", "a2"))
+    s = client.get(f"/v1/sessions/{sid}").json  # q1 is waiting for the queued pass
+    assert (s["revision"], s["observed_revision"]) == (1, 0) and _condition(s)["reason"].endswith("queued")
+    pop = SessionStore.pop_ready
+
+    def pop_then_answer(self, session_id):
+        taken = pop(self, session_id)
+        monkeypatch.setattr(SessionStore, "pop_ready", pop)
+        _answer(client, sid, (q2["question_id"], "cannot_link", "w1", "a3"))  # closes nothing, meanwhile
+        s = client.get(f"/v1/sessions/{sid}").json
+        assert (s["revision"], s["observed_revision"], _condition(s)["status"]) == (2, 0, "False")
+        return taken
+
+    monkeypatch.setattr(SessionStore, "pop_ready", pop_then_answer)
+    update_once(store, ss, sid)  # the pass read revision 1; it ends with nothing waiting
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["revision"], s["observed_revision"], _condition(s)["status"]) == (2, 2, "True"), s
+    assert client.get(f"/v1/sessions/{sid}/model").json["observed_revision"] == 2
+
+
+def test_a_question_closed_while_a_pass_runs_keeps_the_model_behind(client, store, blobs_dataset, monkeypatch):
+    """Answers that close a question after the pass took the waiting ones: that pass's
+    model does not reflect them, so the session stays not up to date (a next pass is due)."""
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0])
+    q1, q2 = ss.lease(sid, 2, None)
+    _answer(client, sid, (q1["question_id"], "must_link", "w1", "a1"))
+    pop = SessionStore.pop_ready
+
+    def pop_then_answer(self, session_id):
+        taken = pop(self, session_id)
+        monkeypatch.setattr(SessionStore, "pop_ready", pop)
+        _answer(client, sid, (q2["question_id"], "must_link", "w1", "a2"))  # another request, meanwhile
+        return taken
+
+    monkeypatch.setattr(SessionStore, "pop_ready", pop_then_answer)
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["revision"], s["observed_revision"], _condition(s)["status"]) == (2, 1, "False"), s
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["observed_revision"], _condition(s)["status"]) == (2, "True")
+
+
+# ---------------------------------------------------------------- one worker, one answer per question
+
+
+def test_a_worker_answers_a_question_once(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3)
+    qid = ss.lease(sid, 1, None)[0]["question_id"]
+    res = _answer(client, sid, (qid, "must_link", "w1", "x1"), (qid, "must_link", "w1", "x2"),
+                  (qid, "cannot_link", "w1", "x3"), (qid, "must_link", "w1", "x1"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted", "rejected", "rejected", "duplicate"]
+    assert "w1 already answered" in res["results"][1]["reason"] and "x1" in res["results"][1]["reason"]
+    # the rejected assignments are not recorded: retried, they are rejected again
+    again = _answer(client, sid, (qid, "must_link", "w1", "x2"))
+    assert again["results"][0]["outcome"] == "rejected"
+    assert ss.question(sid, qid)["n_answers"] == 1 and ss.question(sid, qid)["status"] == "open"
+    # answers without a worker_id are not tracked per worker
+    res = _answer(client, sid, (qid, "must_link", None, "y1"), (qid, "must_link", None, "y2"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted", "accepted"]
+    assert ss.question(sid, qid)["status"] == "ready"
+
+
+def test_leasing_never_hands_a_worker_a_question_it_answered(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3, pool_size=4)
+    first = ss.lease(sid, 1, None)[0]["question_id"]  # answered without a lease
+    assert _answer(client, sid, (first, "must_link", "w1", "a1"))["results"][0]["outcome"] == "accepted"
+    leased = client.post(f"/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": "w1"}).json["questions"]
+    assert len(leased) == 3 and first not in [q["question_id"] for q in leased]
+    assert first in [q["question_id"] for q in ss.lease(sid, 10, "w2")]
+
+
+def test_an_assignment_id_used_on_another_question_is_rejected_naming_it(client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
+    q1, q2 = (q["question_id"] for q in ss.lease(sid, 2, None))
+    res = _answer(client, sid, (q1, "must_link", "w1", "a1"), (q2, "must_link", "w1", "a1"),
+                  (q1, "cannot_link", "w1", "a1"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted", "rejected", "duplicate"]
+    assert res["results"][1]["reason"] == f"assignment_id 'a1' was already used for question {q1}"
+    assert ss.question(sid, q2)["n_answers"] == 0
+
+
+# ---------------------------------------------------------------- the budget
+
+
+def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(client, store, blobs_dataset):
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=3, strategy="random", pool_size=10)
+    ss.replace_pool(sid, [{"question_id": f"q{k}", "type": "pairwise", "items": [2 * k, 2 * k + 1]}
+                          for k in range(5)], 0)
+    leased = {w: client.post(f"/v1/sessions/{sid}/questions", json={"count": 2, "worker_id": w}).json["questions"]
+              for w in ("w1", "w2", "w3")}
+    assert [len(qs) for qs in leased.values()] == [2, 2, 1]
+    for w, qs in leased.items():
+        assert _answer(client, sid, (qs[0]["question_id"], "must_link", w, f"{w}-0"))["results"][0]["outcome"] \
+            == "accepted"
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert s["budget_committed"] == 3 and s["budget_used"] == 0 and _condition(s, "BudgetExhausted")["reason"]
+    # the three questions waiting for the model hold the whole budget: nothing more is handed out ...
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w5"})
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"
+    # ... and answers to the other leased questions are late, with the reason
+    res = _answer(client, sid, *[(q["question_id"], "cannot_link", "w4", f"w4-{q['question_id']}")
+                                 for qs in leased.values() for q in qs[1:]])
+    assert [x["outcome"] for x in res["results"]] == ["late"] * 2
+    assert all("budget" in x["reason"] for x in res["results"])
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    c = s["counters"]
+    assert s["state"] == "COMPLETED" and s["budget_used"] == 3 and s["budget_committed"] == 3
+    assert c["questions_closed"] == s["budget_used"] + c["questions_unused"] == 3
+    assert c["answers_received"] == c["accepted"] + c["duplicate"] + c["late"] + c["rejected"] == 5
+    assert client.get(f"/v1/sessions/{sid}/model").json["n_questions_used"] == 3
+    # no question is left open once the budget is used up; later answers are late, with the reason
+    assert client.get(f"/v1/sessions/{sid}/questions?status=open").json["questions"] == []
+    res = _answer(client, sid, (leased["w1"][1]["question_id"], "must_link", "w9", "w9-0"))
+    assert res["results"][0]["outcome"] == "late" and res["results"][0]["reason"]
+
+
+def test_questions_the_model_did_not_use_are_counted_and_say_why(client, store, blobs_dataset):
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=5, strategy="random")
+    same_pair = [{"question_id": "q_a", "type": "pairwise", "items": [3, 7]},
+                 {"question_id": "q_b", "type": "pairwise", "items": [7, 3]}]
+    ss.replace_pool(sid, same_pair, 0)
+    _answer(client, sid, ("q_a", "must_link", "w1", "a1"), ("q_b", "must_link", "w1", "a2"))
+    assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 2
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    c = s["counters"]
+    assert (s["budget_used"], s["budget_committed"], c["questions_closed"], c["questions_unused"]) == (1, 1, 2, 1)
+    closed = {q["question_id"]: q for q in
+              client.get(f"/v1/sessions/{sid}/questions?status=closed").json["questions"]}
+    assert (closed["q_a"]["model_outcome"], closed["q_b"]["model_outcome"]) == ("accepted", "duplicate")
+    assert s["state"] == "ACTIVE" and s["budget_remaining"] == 4
+
+
+# ---------------------------------------------------------------- input
+
+
+@pytest.mark.parametrize("field", ["worker_id", "assignment_id"])
+def test_empty_worker_and_assignment_ids_are_422(client, store, blobs_dataset, field):
+    sid, ss = _open(client, store, blobs_dataset[0])
+    qid = ss.lease(sid, 1, None)[0]["question_id"]
+    r = client.post(f"/v1/sessions/{sid}/answers",
+                    json={"answers": [{"question_id": qid, "answer": "must_link", field: ""}]})
+    assert r.status_code == 422 and r.mimetype == PROBLEM and f"/answers/0/{field}" in r.json["errors"], r.json
+    assert ss.question(sid, qid)["n_answers"] == 0
+
+
+@pytest.mark.parametrize("body", ["null", "[]", "3", '"x"'])
+def test_a_lease_request_that_is_not_an_object_is_422(client, store, blobs_dataset, body):
+    sid, _ = _open(client, store, blobs_dataset[0])
+    r = client.post(f"/v1/sessions/{sid}/questions", data=body, content_type="application/json")
+    assert r.status_code == 422 and r.mimetype == PROBLEM and "/" in r.json["errors"], r.json
+
+
+def test_a_late_answer_past_the_budget_frees_its_lease_slot(client, store, blobs_dataset):
+    """Otherwise a question kept in the pool after a pass left budget unused stays held by a
+    worker whose answer was refused, and nobody else is handed it (a crowd stalled so)."""
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=2, strategy="random")
+    pool = [{"question_id": qid, "type": "pairwise", "items": items}
+            for qid, items in (("q_a", [3, 7]), ("q_b", [7, 3]), ("q_c", [4, 9]))]
+    ss.replace_pool(sid, pool, 0)
+    held = {w: ss.lease(sid, 1, w)[0]["question_id"] for w in ("w1", "w2", "w3")}
+    assert held == {"w1": "q_a", "w2": "q_b", "w3": "q_c"}
+    _answer(client, sid, ("q_a", "must_link", "w1", "a1"), ("q_b", "must_link", "w2", "a2"))
+    res = _answer(client, sid, ("q_c", "must_link", "w3", "a3"))
+    assert res["results"][0]["outcome"] == "late" and "budget" in res["results"][0]["reason"]
+    update_once(store, ss, sid)  # q_b repeats q_a: unused, so one question of the budget is free again
+    assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 1
+    ss.replace_pool(sid, [pool[2]], 1)  # q_c suggested again
+    assert [q["question_id"] for q in ss.lease(sid, 1, "w4")] == ["q_c"]
+
+
+def test_a_completed_session_withdraws_unfinished_questions_which_reopen_with_their_answers(
+        client, store, blobs_dataset):
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3)
+    q = ss.lease(sid, 1, None)[0]
+    _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    ss.replace_pool(sid, [], 1, final=True)  # what a pass does when the session completes
+    assert ss.question(sid, q["question_id"])["status"] == "withdrawn"
+    res = _answer(client, sid, (q["question_id"], "must_link", "w2", "a2"))
+    assert (res["results"][0]["outcome"], res["results"][0]["reason"]) == (
+        "late", "the question was withdrawn (no longer asked)")
+    ss.replace_pool(sid, [q], 2)  # suggested again: it reopens with the answer it had
+    assert ss.question(sid, q["question_id"])["n_answers"] == 1
+    res = _answer(client, sid, (q["question_id"], "must_link", "w1", "a3"), (q["question_id"], "must_link", "w2", "a4"))
+    assert [x["outcome"] for x in res["results"]] == ["rejected", "accepted"]
