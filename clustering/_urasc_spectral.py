@@ -19,6 +19,10 @@ from ._spectral import full_generalized_embedding, generalized_embedding, kmeans
 
 _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by default
 _SPREAD_DIRECT_LIMIT = 5000  # label spreading: sparse direct solve up to this n, CG above
+# discriminant_weight="auto" by k_growth, once there are three or more certain
+# sets (bench/active_history.md: "verify" at the ninth stop, "sets" at the
+# twenty-first); "robust" was never measured with it and keeps W^t alone.
+_AUTO_DISCRIMINANT_WEIGHT = {"verify": 0.5, "sets": 0.3}
 
 
 def _spread_labels(W, sets, alpha):
@@ -261,7 +265,7 @@ class SpectralLearningMixin:
         ``diagnostics_["discriminant_weight"]``."""
         w = self.discriminant_weight
         if w == "auto":  # two sets give a one-dimensional discriminant space: no mixing
-            w = 0.5 if self.k_growth == "verify" and len(self._sets) >= 3 else 0.0
+            w = _AUTO_DISCRIMINANT_WEIGHT.get(self.k_growth, 0.0) if len(self._sets) >= 3 else 0.0
         if w == 0 or self._X is None:
             return W, 0.0
         G = discriminant_knn_graph(self._X, self._sets, self.n_neighbors)
