@@ -189,7 +189,8 @@ class SpectralLearningMixin:
             return Vv[:, order], lam[order]
         if q >= n - 1 or (not self._sparse and n <= _DENSE_FULL_EIG_LIMIT):
             try:
-                V, lam = generalized_embedding(W, q, random_state=seed)
+                # URASC counts its own fallback (same full solver as the shared one)
+                V, lam = generalized_embedding(W, q, random_state=seed, dense_fallback=False)
             except np.linalg.LinAlgError:
                 # LAPACK's subset driver (evr) can fail with "Internal Error" on
                 # kNN graphs with many repeated eigenvalues; the full
