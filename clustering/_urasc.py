@@ -290,6 +290,9 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     affinity_matrix_ : ndarray (n, n) or csr_matrix
         Constrained similarity W^t of the last clustering.
     n_questions_ : int
+    budget_ : int or None
+        The question budget of this session: ``fit``'s ``budget`` argument
+        if given, else the ``budget`` parameter (None = no limit).
     diagnostics_ : dict
         JSON-serialisable counters (rounds, fallbacks, dropped gaps, ...);
         ``answers_contradict_sets`` (bool: a recorded answer goes against the
@@ -436,15 +439,20 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
             Without an oracle the session is only initialised (unconstrained
             clustering); continue with :meth:`suggest_queries` / :meth:`tell`.
         budget : int >= 0 or None, optional
-            Overrides the ``budget`` parameter for this session.
+            The budget of this session (``budget_``) instead of the
+            ``budget`` parameter, which stays as it is (``get_params`` and
+            ``clone`` keep the constructor's value).
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Invalid parameters, ``budget`` or data (see the class).
         """
-        if budget != "default":
-            self.budget = budget
-        self._initialize(X)
+        self._initialize(X, budget=budget)
         cb = self.callback
         if cb is not None:
             cb("initialize", 0.0)
@@ -595,10 +603,10 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
 
     @property
     def _budget_value(self):
-        return None if self.budget is None else int(self.budget)
+        return None if self.budget_ is None else int(self.budget_)
 
     def _remaining(self):
-        return math.inf if self.budget is None else max(0, int(self.budget) - self._q)
+        return math.inf if self.budget_ is None else max(0, int(self.budget_) - self._q)
 
     def _check_initialized(self):
         if not hasattr(self, "_sets"):

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._certain_sets import _seed
-from ._params import validate_params
+from ._params import Interval, validate_params
 from ._urasc_graph import _read_only
 from .exceptions import InvalidInputError
 from .validation import check_data
@@ -33,7 +33,8 @@ class SessionStateMixin:
         state : dict
             ``version`` (``STATE_VERSION``), ``params`` (``get_params`` without
             ``callback``; an integer or None ``random_state``), ``n_samples``,
-            the seeds, ``K``, ``certain_sets`` (lists of row indices),
+            ``budget`` (``budget_``: the session's budget, which ``fit`` may
+            have set apart from the ``budget`` parameter), the seeds, ``K``, ``certain_sets`` (lists of row indices),
             ``answers`` ([i, j, a], a = 1 same, 0 different, -1 don't know),
             pending queues, set-check pairs, the query log and counters, and
             ``labels`` (n_samples ints, or None before the first clustering).
@@ -52,6 +53,7 @@ class SessionStateMixin:
             "version": STATE_VERSION,
             "params": params,
             "n_samples": int(self._n),
+            "budget": self.budget_,
             "seed": int(self._seed_base),
             "first_sample": int(self._first),
             "K": int(self._K),
@@ -106,7 +108,10 @@ class SessionStateMixin:
         params.setdefault("kernel", "gaussian")  # states saved before the kernel option existed
         params.setdefault("discriminant_weight", 0.0)  # ... and before discriminant_weight: labels as then
         est = cls(**params, callback=callback)
-        est._initialize(X, seed_base=state["seed"], first=state["first_sample"], base_graph=base_graph)
+        # States saved before "budget" was part of them kept the session's budget in params
+        # (fit overwrote the parameter then).
+        est._initialize(X, seed_base=state["seed"], first=state["first_sample"], base_graph=base_graph,
+                        budget=state["budget"] if "budget" in state else "default")
         if est._n != state["n_samples"]:
             raise InvalidInputError(f"X has {est._n} rows, the session was built on {state['n_samples']}",
                                     field="X")
@@ -137,8 +142,14 @@ class SessionStateMixin:
 
     # ------------------------------------------------------------------ initialisation
 
-    def _initialize(self, X, seed_base=None, first=None, base_graph=None):
+    def _initialize(self, X, seed_base=None, first=None, base_graph=None, budget="default"):
         validate_params(self, self._PARAMS)
+        if isinstance(budget, str) and budget == "default":
+            budget = self.budget
+        elif budget is not None and not Interval(numbers.Integral, 0, None).accepts(budget):
+            raise InvalidInputError(f"{type(self).__name__}: budget == {budget!r}, must be an integer >= 0 or None",
+                                    field="budget")
+        self.budget_ = None if budget is None else int(budget)
         self._n_bridges = 0
         fingerprint = None
         if self.affinity == "precomputed":
