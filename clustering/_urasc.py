@@ -47,19 +47,31 @@ _ANSWER_WORDS = {
 }
 
 
+_ACCEPTED_ANSWERS = ("True / 'must_link' (same cluster), False / 'cannot_link' (different) or "
+                     "None / 'dont_know' (don't know)")
+
+
 def _as_answer(value, pos):
+    """One told answer as URASC's internal code (_YES, _NO, _DK); see :meth:`URASC.tell`.
+
+    Integers are refused: the package's pair kinds and triplet answers read
+    -1 as "no" (+1 / -1 / 0), while ``answers_`` and saved states store
+    1 / 0 / -1 with -1 = "don't know", so a -1 or a 0 could mean either.
+    """
     if value is None:
         return _DK
     if isinstance(value, (bool, np.bool_)):
         return _YES if value else _NO
-    if isinstance(value, numbers.Integral) and int(value) in (1, 0, -1):
-        return {1: _YES, 0: _NO, -1: _DK}[int(value)]
+    if isinstance(value, numbers.Integral):
+        raise InvalidInputError(
+            f"answers[{pos}][2] == {value!r}: integer answers are ambiguous (pair kinds read -1 as "
+            f"cannot-link, answers_ stores -1 for don't know); pass {_ACCEPTED_ANSWERS}",
+            field="answers", index=(pos, 2),
+        )
     if isinstance(value, str) and value.strip().lower() in _ANSWER_WORDS:
         return _ANSWER_WORDS[value.strip().lower()]
-    raise InvalidInputError(
-        f"answers[{pos}][2] == {value!r}, must be True (same cluster), False (different) or None (don't know)",
-        field="answers", index=(pos, 2),
-    )
+    raise InvalidInputError(f"answers[{pos}][2] == {value!r}, must be {_ACCEPTED_ANSWERS}",
+                            field="answers", index=(pos, 2))
 
 
 # --------------------------------------------------------------------------------------
@@ -276,7 +288,9 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     certain_sets_ : list of list of int
         Disjoint certain-sample sets N_1..N_L.
     answers_ : ndarray of shape (q, 3), int64
-        (i, j, a) in the order told; a = 1 same, 0 different, -1 don't know.
+        (i, j, a) in the order told; a = 1 same, 0 different, -1 don't know
+        (URASC's stored codes, as in saved states; :meth:`tell` takes bools
+        or words, not these integers).
     must_link_, cannot_link_ : ndarray of shape (m, 2), int64
         Derived constraints (U16), i < j, deduplicated.
     query_log_ : list of dict
@@ -435,7 +449,8 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
             when ``affinity="precomputed"``.
         y : ignored
         oracle : callable ``(i, j) -> bool or None`` or None
-            True = same cluster, False = different, None = don't know.
+            True = same cluster, False = different, None = don't know (or
+            the words :meth:`tell` accepts; integers are refused there).
             Without an oracle the session is only initialised (unconstrained
             clustering); continue with :meth:`suggest_queries` / :meth:`tell`.
         budget : int >= 0 or None, optional
@@ -547,7 +562,12 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         ----------
         answers : iterable of (i, j, answer)
             answer True / "must_link" = same cluster, False / "cannot_link" =
-            different, None / "dont_know" = don't know.
+            different, None / "dont_know" = don't know (``numpy.bool_`` as
+            bool; also "yes" / "same" / "true", "no" / "different" /
+            "false", "unknown" / "none", any case). Integers are refused,
+            because the package uses two conventions for them: pair kinds and
+            triplet answers read -1 as "no" (+1 / -1 / 0), while ``answers_``
+            and saved states store 1 same / 0 different / -1 don't know.
 
         Returns
         -------
@@ -565,7 +585,8 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         Raises
         ------
         InvalidInputError
-            Malformed item: index out of range, self-pair, unknown answer.
+            Malformed item: index out of range, self-pair, unknown or integer
+            answer; nothing of the batch is recorded then.
         """
         self._check_initialized()
         answers = list(answers)

@@ -44,3 +44,50 @@ def test_fit_rejects_an_invalid_budget(budget):
     X, _ = _blobs(20, 2, seed=0)
     with pytest.raises(InvalidInputError, match="budget"):
         URASC(random_state=0).fit(X, budget=budget)
+
+
+# ----------------------------------------------------------------------------- answer codes
+
+def test_integer_answers_are_refused_with_the_accepted_values():
+    """Non-regression: tell read 1 / 0 / -1 as yes / no / don't know, so an oracle using the
+    package's +1 / -1 convention had every "no" silently stored as "don't know"."""
+    X, y = _blobs(40, 3, seed=2)
+    est = URASC(budget=20, random_state=0, n_init=2).fit(X)
+    (q,) = est.suggest_queries(1)
+    for value in (1, 0, -1, np.int64(-1)):
+        with pytest.raises(InvalidInputError, match="ambiguous.*must_link.*cannot_link.*dont_know"):
+            est.tell([(q["i"], q["j"], value)])
+    assert est.n_questions_ == 0  # nothing recorded
+    # a batch with one integer answer records none of it
+    with pytest.raises(InvalidInputError):
+        est.tell([(q["i"], q["j"], True), (0, 1, -1)])
+    assert est.n_questions_ == 0
+    with pytest.raises(InvalidInputError):
+        URASC(budget=20, random_state=0, n_init=2).fit(X, oracle=lambda i, j: 1 if y[i] == y[j] else -1)
+
+
+@pytest.mark.parametrize("yes, no, dont_know", [
+    (True, False, None),
+    (np.True_, np.False_, None),
+    ("must_link", "cannot_link", "dont_know"),
+    ("yes", "no", "unknown"),
+    ("Same", "DIFFERENT", "none"),
+])
+def test_accepted_answers_are_stored_with_the_same_codes(yes, no, dont_know):
+    """Bools, numpy bools and the words keep their meaning; answers_ / states store 1 / 0 / -1."""
+    X, y = _blobs(40, 3, seed=2)
+    rng = np.random.default_rng(0)
+
+    def oracle(i, j):
+        if rng.random() < 0.2:
+            return dont_know
+        return yes if y[i] == y[j] else no
+
+    est = URASC(budget=25, random_state=0, n_init=2).fit(X, oracle=oracle)
+    codes = {a for _, _, a in est.answers_.tolist()}
+    assert codes <= {1, 0, -1} and {0, -1} <= codes
+    for i, j, a in est.answers_.tolist():
+        assert a == -1 or a == int(y[i] == y[j])
+    assert [a for _, _, a in est.get_state()["answers"]] == est.answers_[:, 2].tolist()
+    for s in est.certain_sets_:
+        assert len(set(y[s])) == 1
