@@ -83,13 +83,24 @@ class SessionStateMixin:
         callback : callable or None
         defer_recluster : bool, default=False
             False: the spectral step is recomputed at once, so every fitted
-            attribute is as it was when the state was saved. True: only
-            ``labels_`` is restored (what :meth:`tell` reads) and the spectral
-            step waits for the next :meth:`update` or :meth:`suggest_queries`,
-            which then re-cluster with every answer. Use it when answers are
-            told next: the outcome is the same, and one eigendecomposition per
-            session pass is saved (segment, 2310 rows: about 0.1 s of 0.3 s).
-            States saved before ``labels`` was part of them are re-clustered.
+            attribute (``labels_``, ``embedding_``, ``affinity_matrix_``,
+            ...) exists. For a state saved after its last clustering (the
+            usual case: after :meth:`update` or :meth:`suggest_queries`) each
+            is as it was when the state was saved. A state saved between
+            :meth:`tell` and the next clustering (``state["stale"]``, e.g.
+            always after a ``tell`` with ``strategy="random"``) is
+            re-clustered with every answer, i.e. the attributes are those the
+            saved estimator would have after :meth:`update` (its own
+            ``labels_`` were computed before the last answers, with certain
+            sets that have changed since, so they cannot be reproduced
+            exactly). True: only ``labels_`` is restored, as saved (what
+            :meth:`tell` reads), and the spectral step waits for the next
+            :meth:`update` or :meth:`suggest_queries`, which then re-cluster
+            with every answer. Use it when answers are told next: the
+            outcome is the same as the saved estimator's, and one
+            eigendecomposition per session pass is saved (segment, 2310 rows:
+            about 0.1 s of 0.3 s). States saved before ``labels`` was part of
+            them are re-clustered as with False.
         base_graph : dict or None
             The ``base_graph_`` of an earlier estimator on the same ``X`` with
             the same graph parameters: the base graph and neighbour lists are
@@ -131,11 +142,14 @@ class SessionStateMixin:
         est._log_index = {int(x): int(v) for x, v in state["log_index"]}
         est._rejected = list(state["rejected"])
         est._counters = dict(state["counters"])
-        if state["stale"]:
-            est._stale = True
-        elif defer_recluster and state.get("labels") is not None:
+        if defer_recluster and state.get("labels") is not None:
+            # the labels the saved estimator had (also when answers arrived after them)
             est.labels_ = np.asarray(state["labels"], dtype=np.int64)
             est._stale = True
+        elif state["stale"]:
+            # answers arrived after the last clustering: the spectral step of that clustering
+            # used sets that have changed since, so bring it up to date (as update() would)
+            est._recluster()
         else:
             est._recluster(n_answers=int(state["clustered_at"]))
         return est

@@ -91,3 +91,48 @@ def test_accepted_answers_are_stored_with_the_same_codes(yes, no, dont_know):
     assert [a for _, _, a in est.get_state()["answers"]] == est.answers_[:, 2].tolist()
     for s in est.certain_sets_:
         assert len(set(y[s])) == 1
+
+
+# ----------------------------------------------------------------------------- stale states
+
+@pytest.mark.parametrize("params", [
+    {},
+    {"strategy": "random"},
+    {"k_growth": "verify", "representative": "founder"},
+])
+def test_a_state_saved_after_tell_restores_the_fitted_attributes(params):
+    """Non-regression: from_state on a state saved between tell and the next clustering restored
+    no labels_ / embedding_ / affinity_matrix_ (defer_recluster False or True)."""
+    import copy
+
+    X, y = _blobs(50, 3, seed=3)
+    oracle = _oracle(y, noise=0.1, seed=4)
+    est = URASC(budget=30, random_state=1, n_init=2, **params).fit(X)
+    checked = 0
+    for step in range(6):
+        qs = est.suggest_queries(3)
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in qs])
+        state = _round_trip(est.get_state())
+        if not state["stale"]:
+            continue
+        # defer_recluster=False: every attribute, equal to the saved estimator's after update()
+        ref = copy.deepcopy(est).update()
+        full = URASC.from_state(X, state)
+        np.testing.assert_array_equal(full.labels_, ref.labels_)
+        np.testing.assert_array_equal(full.embedding_, ref.embedding_)
+        np.testing.assert_array_equal(full.eigenvalues_, ref.eigenvalues_)
+        np.testing.assert_array_equal(full.affinity_matrix_, ref.affinity_matrix_)
+        assert full.n_clusters_ == ref.n_clusters_ and full.diagnostics_ == ref.diagnostics_
+        assert full.suggest_queries(3) == ref.suggest_queries(3)
+        assert _round_trip(full.get_state()) == _round_trip(ref.get_state())
+        # defer_recluster=True: the saved labels, and telling continues as the saved estimator
+        lazy = URASC.from_state(X, state, defer_recluster=True)
+        np.testing.assert_array_equal(lazy.labels_, est.labels_)
+        twin = copy.deepcopy(est)
+        nxt = twin.suggest_queries(2)
+        assert lazy.suggest_queries(2) == nxt
+        answers = [(q["i"], q["j"], oracle(q["i"], q["j"])) for q in nxt]
+        assert lazy.tell(answers) == twin.tell(answers)
+        np.testing.assert_array_equal(lazy.update().labels_, twin.update().labels_)
+        checked += 1
+    assert checked >= 2
