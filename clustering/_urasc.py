@@ -312,7 +312,9 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         ``answers_contradict_sets`` (bool: a recorded answer goes against the
         certain sets, evidence of wrong answers) and ``discriminant_weight``
         (float, the w of the last label spreading, 0 for W^t alone; None when
-        the labels came from k-means).
+        the labels came from k-means); ``separated_labels`` (present once it
+        happened: re-clusterings whose embedding gave k-means fewer than K
+        clusters, see Notes).
     base_graph_ : dict or None
         The base graph W0 (U1) and the U9 neighbour lists, read-only, with a
         fingerprint of ``X`` and the graph parameters: pass it to
@@ -335,6 +337,16 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     the default number of eigenpairs is truncated above n = 1000 (spec: 3000)
     so a question batch stays below 0.5 s; "don't know" answers, batch
     selection and the random strategy are extensions.
+
+    Degenerate graphs: when W^t has too few edges left for K clusters (every
+    answer "no": each sample its own certain set, W^t = 0, a zero embedding)
+    k-means finds fewer than K clusters. The labels then come from the
+    certain sets (the random strategy: the must-link groups of its answers):
+    each set one label, distinct labels while fewer than K are used, then the
+    allowed label most similar under w0; other samples follow their most
+    similar set member (W^t, else w0). K stays at most n - 1 (spec §7.12),
+    so with n singleton sets the two most similar share a label. This never
+    happens when the embedding separates K clusters (ordinary sessions).
 
     Noisy oracles (issue #4): with 10% wrong answers ``k_growth="verify",
     representative="founder"`` keeps 0.90 (iris), 0.94 (wine), 0.96 (wdbc)

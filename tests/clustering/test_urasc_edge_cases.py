@@ -136,3 +136,50 @@ def test_a_state_saved_after_tell_restores_the_fitted_attributes(params):
         np.testing.assert_array_equal(lazy.update().labels_, twin.update().labels_)
         checked += 1
     assert checked >= 2
+
+
+# ----------------------------------------------------------------------------- every answer "no"
+
+def _check_labels_respect_sets(est):
+    labels, sets, K = est.labels_, est.certain_sets_, est.n_clusters_
+    assert labels.shape == (est.affinity_matrix_.shape[0],) and 0 <= labels.min() and labels.max() < K
+    for s in sets:
+        assert len(set(labels[s].tolist())) == 1, "a certain set is split"
+    # different sets apart where K allows: min(K, number of sets) labels among the sets
+    assert len({int(labels[s[0]]) for s in sets}) >= min(K, len(sets))
+    assert np.unique(labels).size >= min(K, max(len(sets), 1))
+
+
+@pytest.mark.parametrize("n", [3, 5, 8, 12])
+@pytest.mark.parametrize("kernel", ["local", "gaussian"])
+@pytest.mark.parametrize("batch_size", [1, 3])
+@pytest.mark.parametrize("n_clusters", [None, 2])
+def test_every_answer_no_gives_labels_that_respect_the_certain_sets(n, kernel, batch_size, n_clusters):
+    """Non-regression: with every answer "no" each sample became its own certain set, W^t lost
+    every edge, the embedding was zero and k-means gave all samples one label."""
+    X = np.random.default_rng(n).normal(size=(n, 2)) * 5
+    est = URASC(n_clusters=n_clusters, budget=None, random_state=0, kernel=kernel, batch_size=batch_size,
+                n_init=2).fit(X, oracle=lambda i, j: False)
+    assert len(est.certain_sets_) == n and est.n_clusters_ == n - 1
+    assert np.all(est.affinity_matrix_ == 0)
+    _check_labels_respect_sets(est)
+    assert est.diagnostics_["separated_labels"] >= 1
+
+
+@pytest.mark.parametrize("params", [
+    {"k_growth": "robust"},
+    {"k_growth": "verify", "representative": "founder"},
+    {"n_clusters": 3, "k_growth": "verify", "representative": "founder"},
+])
+def test_every_answer_no_under_the_noisy_oracle_rules(params):
+    X = np.random.default_rng(1).normal(size=(9, 2)) * 5
+    est = URASC(budget=None, random_state=0, n_init=2, **params).fit(X, oracle=lambda i, j: False)
+    _check_labels_respect_sets(est)
+
+
+def test_random_strategy_every_answer_no_uses_every_cluster():
+    X = np.random.default_rng(2).normal(size=(8, 2)) * 5
+    for n_clusters in (None, 2, 4):
+        est = URASC(n_clusters=n_clusters, strategy="random", budget=None, random_state=0,
+                    n_init=2).fit(X, oracle=lambda i, j: False)
+        assert np.unique(est.labels_).size == est.n_clusters_
