@@ -17,7 +17,12 @@ The question strategy is ours (no paper specifies one):
   than a "don't know" times the binary entropy between the two clusters; for
   K = 2 the entropy of ``P(y | x)``). Within one batch no sample
   is asked about when it is among the ``diversity_neighbors`` nearest
-  neighbours of a sample already asked about.
+  neighbours of a sample already asked about. When a sample's randomly drawn
+  anchor pair was asked before (or a cluster has no other confident member)
+  and the batch comes out short, such samples, best first, get another unasked
+  pair from their two likeliest clusters (any member if the confident ones are
+  used up), and random unasked triplets fill the rest; a full batch of first
+  choices is never changed.
 * ``"random"``: uniformly random distinct triples (the protocol of the DCRC
   paper's experiments, where about a third of the answers are "don't know").
 """
@@ -75,7 +80,10 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         standardised feature space) of a sample already in the batch is not
         asked about in the same batch. 0 switches it off.
     random_state : int or None, default=None
-        Seeds DCRC's k-means start and the question choice.
+        Seeds DCRC's starts and the question choice. None: a random seed
+        drawn once per session (by ``fit``; a restored session keeps its
+        own), so sessions differ but a state round trip does not change
+        the questions or the model.
 
     Attributes
     ----------
@@ -154,8 +162,14 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         self._refit()
         return self
 
-    def _initialize(self, X, triplets, answers):
+    def _initialize(self, X, triplets, answers, seed=None):
         validate_params(self, self._parameter_constraints)
+        if seed is None:
+            # random_state=None: a fresh seed per session (random, as in scikit-learn), kept in the
+            # state so that a restored session asks and refits as the saved one would
+            seed = (int(self.random_state) if self.random_state is not None
+                    else int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0] >> 1))
+        self._seed = int(seed)
         self._X = check_data(X, min_samples=3)
         check_n_clusters(self.n_clusters, self._X.shape[0])
         self._tri = [tuple(int(v) for v in t) for t in triplets]
@@ -174,7 +188,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         start = self._fit_W if self._fit_n != len(self._ans) else self._fit_start
         extra = start[None] if self.warm_start and start is not None else None
         dcrc = DCRC(n_clusters=self.n_clusters, epsilon=self.epsilon, n_init=self.n_init, max_iter=self.max_iter,
-                    extra_starts=extra, random_state=self.random_state)
+                    extra_starts=extra, random_state=self._seed)
         self.model_ = dcrc.fit(self._X, triplets=tri, triplet_answer=np.asarray(self._ans, dtype=np.int8))
         self._fit_n, self._fit_start = len(self._ans), start
         self._fit_W = np.hstack([self.model_.coef_, self.model_.intercept_[:, None]])
@@ -193,9 +207,9 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
             raise InvalidInputError("ActiveDCRC: call fit(X) or from_state(X, state) first", field="state")
 
     def _rng(self):
-        # a function of the seed and the answers so far: the same suggestions
-        # after a state round trip, new ones after every answer
-        return np.random.default_rng([0 if self.random_state is None else int(self.random_state), len(self._ans)])
+        # a function of the session's seed and the answers so far: the same
+        # suggestions after a state round trip, new ones after every answer
+        return np.random.default_rng([self._seed, len(self._ans)])
 
     # ------------------------------------------------------------------ ask
     def suggest_queries(self, n_queries=1):
@@ -204,16 +218,18 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Parameters
         ----------
         n_queries : int >= 1
-            Batch size; fewer come back when the budget or the unasked
-            triplets run out.
+            Batch size; fewer come back only when the budget or the unasked
+            triplets run out (an empty list: nothing left to ask).
 
         Returns
         -------
         list of dict
             ``{"items": (a, b, c), "sample": a, "score": float}``: "is a closer
             to b than to c?". ``score`` is that information in nats (see the
-            module docstring; ``"random"``: NaN). Never a triplet already answered, in
-            either order of b and c.
+            module docstring; NaN for ``"random"`` and for the random
+            triplets that fill a short uncertainty batch, which come last).
+            Never a triplet already answered, in either order of b and c,
+            nor twice in one batch.
 
         Raises
         ------
@@ -232,15 +248,58 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
             return self._random_queries(room, rng)
         return self._uncertain_queries(room, rng)
 
-    def _random_queries(self, n, rng):
+    def _random_queries(self, n, rng, seen=None):
+        """Up to ``n`` uniformly random unasked triplets (not in ``seen``, default the asked ones).
+
+        Rejection sampling first; when that comes back short (nearly every
+        triplet asked), the rest is drawn from an exhaustive list of the
+        unasked ones, so fewer than ``n`` come back only when fewer remain.
+        ``seen`` is updated with the triplets returned.
+        """
         N = self._X.shape[0]
-        out, seen = [], set(self._asked)
+        out, seen = [], set(self._asked) if seen is None else seen
         for _ in range(50 * n):
             if len(out) >= n:
                 break
             a, b, c = (int(v) for v in rng.choice(N, 3, replace=False))
             if _key(a, b, c) not in seen:
                 seen.add(_key(a, b, c))
+                out.append({"items": (a, b, c), "sample": a, "score": float("nan")})
+        if len(out) < n:
+            out.extend(self._exhaustive_queries(n - len(out), rng, seen))
+        return out
+
+    def _exhaustive_queries(self, n, rng, seen):
+        """Up to ``n`` triplets not in ``seen`` (updated), found by listing each
+        sample's unasked pairs: samples in random order, pairs at random."""
+        N = self._X.shape[0]
+        per_sample = (N - 1) * (N - 2) // 2
+        taken = {}
+        for a, b, c in seen:
+            taken.setdefault(a, set()).add((b, c))
+        out = []
+        for a in rng.permutation(N).tolist():
+            if len(out) >= n:
+                break
+            done = taken.get(a, set())
+            if len(done) >= per_sample:
+                continue
+            if per_sample > 2_000_000:  # large N: few of a's pairs can be taken, sample them
+                free = []
+                while len(free) < min(n - len(out), per_sample - len(done)):
+                    b, c = sorted(int(v) for v in rng.choice(np.delete(np.arange(N), a), 2, replace=False))
+                    if (b, c) not in done and (b, c) not in free:
+                        free.append((b, c))
+            else:
+                others = np.delete(np.arange(N), a)
+                i, j = np.triu_indices(N - 1, 1)
+                free = [(b, c) for b, c in zip(others[i].tolist(), others[j].tolist()) if (b, c) not in done]
+                pick = rng.permutation(len(free))[: n - len(out)]
+                free = [free[k] for k in pick.tolist()]
+            for b, c in free:
+                seen.add((a, b, c))
+                done.add((b, c))
+                b, c = (b, c) if rng.random() < 0.5 else (c, b)
                 out.append({"items": (a, b, c), "sample": a, "score": float("nan")})
         return out
 
@@ -264,7 +323,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         if len(members) < 2:  # the model sees one cluster: nothing to compare against
             return self._random_queries(n, rng)
         neighbors = self._diversity_neighbors()
-        blocked, out = np.zeros(len(P), dtype=bool), []
+        blocked, out, missed = np.zeros(len(P), dtype=bool), [], []
         for a in np.lexsort((rng.random(len(P)), -score)):
             if len(out) >= n:
                 break
@@ -276,14 +335,59 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
                 cand = members[k][members[k] != a]
                 anchors.append(int(rng.choice(cand)) if cand.size else None)
             if None in anchors:
+                missed.append((int(a), k1, k2))
                 continue
             b, c = anchors if rng.random() < 0.5 else anchors[::-1]
             if _key(a, b, c) in self._asked:
+                missed.append((int(a), k1, k2))
                 continue
             out.append({"items": (int(a), b, c), "sample": int(a), "score": float(score[a])})
             blocked[a] = True
             blocked[neighbors[a]] = True
-        return out
+        if len(out) >= n:
+            return out
+        # Short batch: the first anchor pair drawn for some samples was asked before (or a
+        # cluster had no other confident member). Up to here the questions are those of
+        # the first choices; now each such sample, best first, gets another unasked pair
+        # from its two likeliest clusters (confident members, then any member), and what
+        # is still missing is filled with random unasked triplets, so that a short or
+        # empty list means that the budget or the unasked triplets ran out.
+        seen = set(self._asked) | {_key(*q["items"]) for q in out}
+        for a, k1, k2 in missed:
+            if len(out) >= n:
+                break
+            if blocked[a]:
+                continue
+            pair = self._unasked_anchor_pair(a, k1, k2, members, seen, rng)
+            if pair is None:
+                continue
+            b, c = pair if rng.random() < 0.5 else pair[::-1]
+            seen.add(_key(a, b, c))
+            out.append({"items": (a, b, c), "sample": a, "score": float(score[a])})
+            blocked[a] = True
+            blocked[neighbors[a]] = True
+        if len(out) < n:
+            out.extend(self._random_queries(n - len(out), rng, seen))
+        order = np.argsort([-q["score"] if np.isfinite(q["score"]) else np.inf for q in out], kind="stable")
+        return [out[k] for k in order]
+
+    def _unasked_anchor_pair(self, a, k1, k2, members, seen, rng):
+        """One random (b, c), b in cluster k1 and c in k2 (confident members
+        first, then all members; never a), with (a, b, c) not in ``seen``; or None."""
+        for pool in (members, None):
+            B = (members[k1] if pool is not None else np.flatnonzero(self.labels_ == k1))
+            C = (members[k2] if pool is not None else np.flatnonzero(self.labels_ == k2))
+            B, C = B[B != a], C[C != a]
+            if not (B.size and C.size):
+                continue
+            for _ in range(20):  # usually one draw suffices
+                b, c = int(rng.choice(B)), int(rng.choice(C))
+                if _key(a, b, c) not in seen:
+                    return b, c
+            free = [(b, c) for b in B.tolist() for c in C.tolist() if _key(a, b, c) not in seen]
+            if free:
+                return free[int(rng.integers(len(free)))]
+        return None
 
     # ------------------------------------------------------------------ tell
     def tell(self, answers):
@@ -339,14 +443,29 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ state
     def get_state(self):
-        """The session as JSON-serialisable plain data (no arrays, no pickle)."""
+        """The session as JSON-serialisable plain data (no arrays, no pickle).
+
+        Returns
+        -------
+        state : dict
+            ``version``, ``params`` (``get_params``), ``n_samples``, ``seed``
+            (the session's seed: ``random_state``, or the one drawn for
+            ``random_state=None``), ``triplets`` and ``answers`` (+1 / -1 /
+            0) in the order told, and ``fit`` (the last fit's number of
+            answers, weights and warm start).
+
+        Raises
+        ------
+        InvalidInputError
+            Before ``fit`` (or ``from_state``).
+        """
         self._check_initialized()
 
         def rows(W):
             return None if W is None else W.tolist()  # floats round-trip JSON exactly
 
         return {"version": STATE_VERSION, "params": self.get_params(deep=False),
-                "n_samples": int(self._X.shape[0]),
+                "n_samples": int(self._X.shape[0]), "seed": int(self._seed),
                 "triplets": [list(t) for t in self._tri], "answers": list(self._ans),
                 "fit": {"n_answers": self._fit_n, "W": rows(self._fit_W), "start": rows(self._fit_start)}}
 
@@ -357,16 +476,34 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         DCRC is refitted by the next :meth:`update` or :meth:`suggest_queries`
         (``labels_`` and ``proba_`` exist only after it).
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            The data the session was built on.
+        state : dict
+            :meth:`get_state`'s output. States saved before ``seed`` was part
+            of them keep the seed they used: ``random_state``, or 0 for
+            ``random_state=None``.
+
+        Returns
+        -------
+        est : ActiveDCRC
+
         Raises
         ------
         InvalidInputError
-            Unknown state version, ``X`` with a different number of rows, or
-            saved weights of the wrong shape.
+            Unknown state version, ``X`` with a different number of rows,
+            saved weights of the wrong shape, or an invalid seed.
         """
         if not isinstance(state, dict) or state.get("version") not in (1, STATE_VERSION):
             raise InvalidInputError("state: unknown or missing version", field="state")
         est = cls(**{"warm_start": False, **state["params"]})  # version 1 sessions had no warm start
-        est._initialize(X, state["triplets"], state["answers"])
+        seed = state.get("seed")
+        if seed is None:  # saved before the seed was: random_state None seeded the questions with 0
+            seed = 0 if est.random_state is None else int(est.random_state)
+        elif isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or seed < 0:
+            raise InvalidInputError(f"state: seed == {seed!r}, must be an integer >= 0", field="state")
+        est._initialize(X, state["triplets"], state["answers"], seed=seed)
         if est._X.shape[0] != state["n_samples"]:
             raise InvalidInputError(f"state was saved for {state['n_samples']} rows, X has {est._X.shape[0]}",
                                     field="X")

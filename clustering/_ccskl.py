@@ -69,6 +69,10 @@ class CCSKL(ClusterMixin, BaseEstimator):
     ----------
     n_clusters : int, default=2
         K, the number of clusters of the final k-means; ``2 <= K <= n``.
+        ``K == n`` gives every sample its own cluster (labels ``0..n-1``,
+        the only partition into n non-empty clusters), without k-means: the
+        basis has at most n - 1 vectors (spec §7.8), which for n = 2 is the
+        trivial one alone, so the embedding could not separate them.
     n_components : int, default=20
         m, the number of Laplacian eigenvectors. The value used is
         ``min(max(n_components, n_clusters), n_samples - 1)`` (spec §7.8),
@@ -538,7 +542,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         diag["n_positive_beta"] = n_pos
         diag["beta_ratio_1_2"] = float(beta[0] / beta[1]) if m > 1 and beta[1] > 0 else None
         diag["rank_deficient_embedding"] = bool(n_pos < K)
-        if n_pos < K:
+        if n_pos < K and K < n:  # K == n: the labels are fixed below
             warnings.warn(
                 f"only {n_pos} learned kernel eigenvalues are positive, fewer than "
                 f"n_clusters={K}; the embedding cannot separate all clusters (add constraints "
@@ -552,7 +556,15 @@ class CCSKL(ClusterMixin, BaseEstimator):
         t0 = time.perf_counter()
         Z = F * np.sqrt(beta)[None, :]
         Zk = Z[:, 1:] if self.drop_trivial_in_kmeans and m > 1 else Z
-        if self.restart_selection == "constraints":
+        if K == n:
+            # one sample per cluster is the only partition; m <= n - 1 eigenvectors cannot
+            # always separate n rows (n = 2: the trivial eigenvector alone, both rows equal)
+            labels = np.arange(n, dtype=np.int64)
+            if self.restart_selection == "constraints":  # the cannot-links, as k-means would score it
+                total = float(np.sum(cweight))
+                diag["kmeans_constraints_satisfied"] = (
+                    float(np.sum(cweight[ckind != MUST_LINK])) / total if total > 0 else 1.0)
+        elif self.restart_selection == "constraints":
             labels, diag["kmeans_constraints_satisfied"] = kmeans_labels_by_constraints(
                 Zk, K, cpairs, ckind == MUST_LINK, cweight, n_init=self.n_init, random_state=seed_km)
         else:

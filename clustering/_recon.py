@@ -87,16 +87,20 @@ class ReCon(ClusterMixin, BaseEstimator):
     feasible_ : bool
         OneTree verdict on the input constraints.
     conflict_ : ndarray of shape (r,), int64 or None
-        Input rows of an inconsistent subset (None when feasible).
+        Input rows of an inconsistent subset (None when feasible): one row
+        per constraint, the first input row that gives it.
     dropped_ : ndarray of shape (q,), int64
-        Input rows removed by ``on_inconsistent="repair"``.
+        Input rows removed by ``on_inconsistent="repair"``, sorted: every row
+        that gives a dropped constraint, duplicates included (the same
+        triplet and answer again, or (a, c, b) answered the other way).
     relative_ : ndarray of shape (m, 3), int64
         The ab|c constraints used (a < b, de-duplicated, after repair).
     outliers_ : ndarray of shape (n_samples,), bool
         Items that were in outlier branches during the cut.
     cut_violations_ : ndarray of shape (v,), int64
         Input rows of constraints the flat partition violates (only possible
-        through outlier re-attachment).
+        through outlier re-attachment), sorted, duplicates included as in
+        ``dropped_``.
     n_compatibility_tests_ : int
     diagnostics_ : dict
         JSON-serialisable summary (counts of yes/no/don't-know answers, tests,
@@ -235,6 +239,12 @@ class ReCon(ClusterMixin, BaseEstimator):
         first, inverse = _unique_rows(rel_all)
         rel = rel_all[first]
         rows = rows_all[first]  # first input row of every unique constraint
+        uid = np.arange(first.shape[0])  # unique-constraint id of every row of rel
+
+        def input_rows(ids):
+            """Every input row giving one of the unique constraints ``ids`` (duplicates included)."""
+            return np.asarray(sorted(rows_all[np.isin(inverse, ids)].tolist()), dtype=np.int64)
+
         weight = np.bincount(inverse, weights=tw[rows_all], minlength=first.shape[0]) if first.size else np.zeros(0)
 
         cinfo = {"minimal": False}
@@ -250,8 +260,8 @@ class ReCon(ClusterMixin, BaseEstimator):
                                 "relative": rel_all[np.searchsorted(rows_all, conflict)].tolist()}],
                 )
             keep, drop_idx = self._repair(rel, weight, cert, n, cb)
-            dropped = np.asarray(sorted(rows[drop_idx]), dtype=np.int64)
-            rel, rows = rel[keep], rows[keep]
+            dropped = input_rows(drop_idx)
+            rel, rows, uid = rel[keep], rows[keep], uid[keep]
         if cb is not None:
             cb("agglomerate", 0.0)
         Z, stats = _recon_linkage(X, rel, cb)
@@ -271,7 +281,7 @@ class ReCon(ClusterMixin, BaseEstimator):
             s_min = (max(2, math.ceil(0.05 * n / k)) if self.min_branch_size == "auto"
                      else int(self.min_branch_size))
             labels, outliers, viol, s_min = _flat_cut(Z, X, rel, k, s_min, self.cut, resolved)
-            viol = np.asarray(sorted(rows[viol]), dtype=np.int64)
+            viol = input_rows(uid[viol])
             n_clusters_ = int(labels.max()) + 1
 
         self.linkage_ = Z

@@ -47,7 +47,7 @@ def fix_signs(vecs):
     return vecs * signs
 
 
-def top_eigenvectors(M, k, *, random_state=None):
+def top_eigenvectors(M, k, *, random_state=None, dense_fallback=True):
     """The ``k`` algebraically largest eigenpairs of a symmetric matrix.
 
     Parameters
@@ -58,12 +58,31 @@ def top_eigenvectors(M, k, *, random_state=None):
         ``1 <= k < n``.
     random_state : int, RandomState or None
         Seeds the ARPACK start vector (determinism).
+    dense_fallback : bool, default=True
+        On the dense path, answer a ``LinAlgError`` of the subset solver with
+        the full decomposition (see Notes). False: re-raise it (URASC, which
+        counts its own fallbacks).
 
     Returns
     -------
     values : ndarray of shape (k,), descending
     vectors : ndarray of shape (n, k), orthonormal columns, signs fixed so
         that the entry of largest magnitude in each column is positive.
+
+    Notes
+    -----
+    Dense path (n <= ``DENSE_EIGH_LIMIT`` or k >= n - 1):
+    ``scipy.linalg.eigh(subset_by_index=...)``; when that LAPACK driver
+    raises ``LinAlgError`` (it does on heavily repeated eigenvalues, e.g. a
+    graph of disconnected cliques) the full decomposition
+    (``numpy.linalg.eigh``) is used instead and its top k pairs returned.
+    Within a repeated eigenvalue any orthonormal basis is a valid answer, so
+    the two solvers may return different bases there.
+
+    Raises
+    ------
+    numpy.linalg.LinAlgError
+        Only with ``dense_fallback=False``, or if the full solver fails too.
     """
     n = M.shape[0]
     if n <= DENSE_EIGH_LIMIT or k >= n - 1:
@@ -71,7 +90,20 @@ def top_eigenvectors(M, k, *, random_state=None):
         # One BLAS thread: on a busy 2-core machine multi-threaded OpenBLAS
         # spin-waits (2-6 s instead of 0.02 s seen for n = 351).
         with threadpool_limits(limits=1):
-            vals, vecs = eigh(A, subset_by_index=[n - k, n - 1])
+            try:
+                vals, vecs = eigh(A, subset_by_index=[n - k, n - 1])
+            except np.linalg.LinAlgError:
+                if not dense_fallback:
+                    raise
+                # LAPACK's subset driver (evr) can stop with "Internal Error"
+                # when eigenvalues repeat many times (disconnected cliques:
+                # one eigenvalue per component and large blocks of repeated
+                # ones inside them). The full divide-and-conquer solver
+                # (numpy's eigh, as in full_generalized_embedding) has no such
+                # failure; it runs only on the error, so ordinary inputs keep
+                # the subset driver's result.
+                mu, U = np.linalg.eigh(A)
+                return mu[::-1][:k], fix_signs(U[:, ::-1][:, :k])
     else:
         rng = check_random_state(random_state)
         v0 = rng.uniform(-1, 1, n)
@@ -116,13 +148,14 @@ def njw_embedding(W, n_components, *, random_state=None):
     return Y, info
 
 
-def generalized_embedding(W, n_components, *, random_state=None):
+def generalized_embedding(W, n_components, *, random_state=None, dense_fallback=True):
     """Smallest generalized eigenvectors of ``(D - W) v = lambda D v``.
 
     Computed as ``v = D^{-1/2} u`` with ``u`` the top eigenvectors of
     ``D^{-1/2} W D^{-1/2}`` (eigenvalue ``1 - lambda``); ``v`` is
     D-orthonormal. Isolated samples get a zero row. Used by URASC (U4) and
     the ``normalization="rw"`` variant of Spectral Learning.
+    ``random_state`` and ``dense_fallback`` go to :func:`top_eigenvectors`.
 
     Returns
     -------
@@ -130,7 +163,7 @@ def generalized_embedding(W, n_components, *, random_state=None):
     eigenvalues : ndarray of shape (K,), ascending lambda in [0, 2]
     """
     M, isolated = normalized_adjacency(W)
-    vals, vecs = top_eigenvectors(M, n_components, random_state=random_state)
+    vals, vecs = top_eigenvectors(M, n_components, random_state=random_state, dense_fallback=dense_fallback)
     d = degrees(W)
     inv = np.zeros_like(d)
     inv[~isolated] = 1.0 / np.sqrt(d[~isolated])

@@ -47,19 +47,31 @@ _ANSWER_WORDS = {
 }
 
 
+_ACCEPTED_ANSWERS = ("True / 'must_link' (same cluster), False / 'cannot_link' (different) or "
+                     "None / 'dont_know' (don't know)")
+
+
 def _as_answer(value, pos):
+    """One told answer as URASC's internal code (_YES, _NO, _DK); see :meth:`URASC.tell`.
+
+    Integers are refused: the package's pair kinds and triplet answers read
+    -1 as "no" (+1 / -1 / 0), while ``answers_`` and saved states store
+    1 / 0 / -1 with -1 = "don't know", so a -1 or a 0 could mean either.
+    """
     if value is None:
         return _DK
     if isinstance(value, (bool, np.bool_)):
         return _YES if value else _NO
-    if isinstance(value, numbers.Integral) and int(value) in (1, 0, -1):
-        return {1: _YES, 0: _NO, -1: _DK}[int(value)]
+    if isinstance(value, numbers.Integral):
+        raise InvalidInputError(
+            f"answers[{pos}][2] == {value!r}: integer answers are ambiguous (pair kinds read -1 as "
+            f"cannot-link, answers_ stores -1 for don't know); pass {_ACCEPTED_ANSWERS}",
+            field="answers", index=(pos, 2),
+        )
     if isinstance(value, str) and value.strip().lower() in _ANSWER_WORDS:
         return _ANSWER_WORDS[value.strip().lower()]
-    raise InvalidInputError(
-        f"answers[{pos}][2] == {value!r}, must be True (same cluster), False (different) or None (don't know)",
-        field="answers", index=(pos, 2),
-    )
+    raise InvalidInputError(f"answers[{pos}][2] == {value!r}, must be {_ACCEPTED_ANSWERS}",
+                            field="answers", index=(pos, 2))
 
 
 # --------------------------------------------------------------------------------------
@@ -276,7 +288,9 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     certain_sets_ : list of list of int
         Disjoint certain-sample sets N_1..N_L.
     answers_ : ndarray of shape (q, 3), int64
-        (i, j, a) in the order told; a = 1 same, 0 different, -1 don't know.
+        (i, j, a) in the order told; a = 1 same, 0 different, -1 don't know
+        (URASC's stored codes, as in saved states; :meth:`tell` takes bools
+        or words, not these integers).
     must_link_, cannot_link_ : ndarray of shape (m, 2), int64
         Derived constraints (U16), i < j, deduplicated.
     query_log_ : list of dict
@@ -290,12 +304,17 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     affinity_matrix_ : ndarray (n, n) or csr_matrix
         Constrained similarity W^t of the last clustering.
     n_questions_ : int
+    budget_ : int or None
+        The question budget of this session: ``fit``'s ``budget`` argument
+        if given, else the ``budget`` parameter (None = no limit).
     diagnostics_ : dict
         JSON-serialisable counters (rounds, fallbacks, dropped gaps, ...);
         ``answers_contradict_sets`` (bool: a recorded answer goes against the
         certain sets, evidence of wrong answers) and ``discriminant_weight``
         (float, the w of the last label spreading, 0 for W^t alone; None when
-        the labels came from k-means).
+        the labels came from k-means); ``separated_labels`` (present once it
+        happened: re-clusterings whose embedding gave k-means fewer than K
+        clusters, see Notes).
     base_graph_ : dict or None
         The base graph W0 (U1) and the U9 neighbour lists, read-only, with a
         fingerprint of ``X`` and the graph parameters: pass it to
@@ -318,6 +337,16 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     the default number of eigenpairs is truncated above n = 1000 (spec: 3000)
     so a question batch stays below 0.5 s; "don't know" answers, batch
     selection and the random strategy are extensions.
+
+    Degenerate graphs: when W^t has too few edges left for K clusters (every
+    answer "no": each sample its own certain set, W^t = 0, a zero embedding)
+    k-means finds fewer than K clusters. The labels then come from the
+    certain sets (the random strategy: the must-link groups of its answers):
+    each set one label, distinct labels while fewer than K are used, then the
+    allowed label most similar under w0; other samples follow their most
+    similar set member (W^t, else w0). K stays at most n - 1 (spec §7.12),
+    so with n singleton sets the two most similar share a label. This never
+    happens when the embedding separates K clusters (ordinary sessions).
 
     Noisy oracles (issue #4): with 10% wrong answers ``k_growth="verify",
     representative="founder"`` keeps 0.90 (iris), 0.94 (wine), 0.96 (wdbc)
@@ -432,19 +461,25 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
             when ``affinity="precomputed"``.
         y : ignored
         oracle : callable ``(i, j) -> bool or None`` or None
-            True = same cluster, False = different, None = don't know.
+            True = same cluster, False = different, None = don't know (or
+            the words :meth:`tell` accepts; integers are refused there).
             Without an oracle the session is only initialised (unconstrained
             clustering); continue with :meth:`suggest_queries` / :meth:`tell`.
         budget : int >= 0 or None, optional
-            Overrides the ``budget`` parameter for this session.
+            The budget of this session (``budget_``) instead of the
+            ``budget`` parameter, which stays as it is (``get_params`` and
+            ``clone`` keep the constructor's value).
 
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Invalid parameters, ``budget`` or data (see the class).
         """
-        if budget != "default":
-            self.budget = budget
-        self._initialize(X)
+        self._initialize(X, budget=budget)
         cb = self.callback
         if cb is not None:
             cb("initialize", 0.0)
@@ -539,7 +574,12 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         ----------
         answers : iterable of (i, j, answer)
             answer True / "must_link" = same cluster, False / "cannot_link" =
-            different, None / "dont_know" = don't know.
+            different, None / "dont_know" = don't know (``numpy.bool_`` as
+            bool; also "yes" / "same" / "true", "no" / "different" /
+            "false", "unknown" / "none", any case). Integers are refused,
+            because the package uses two conventions for them: pair kinds and
+            triplet answers read -1 as "no" (+1 / -1 / 0), while ``answers_``
+            and saved states store 1 same / 0 different / -1 don't know.
 
         Returns
         -------
@@ -557,7 +597,8 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         Raises
         ------
         InvalidInputError
-            Malformed item: index out of range, self-pair, unknown answer.
+            Malformed item: index out of range, self-pair, unknown or integer
+            answer; nothing of the batch is recorded then.
         """
         self._check_initialized()
         answers = list(answers)
@@ -595,10 +636,10 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
 
     @property
     def _budget_value(self):
-        return None if self.budget is None else int(self.budget)
+        return None if self.budget_ is None else int(self.budget_)
 
     def _remaining(self):
-        return math.inf if self.budget is None else max(0, int(self.budget) - self._q)
+        return math.inf if self.budget_ is None else max(0, int(self.budget_) - self._q)
 
     def _check_initialized(self):
         if not hasattr(self, "_sets"):

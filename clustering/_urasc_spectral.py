@@ -193,7 +193,8 @@ class SpectralLearningMixin:
             return Vv[:, order], lam[order]
         if q >= n - 1 or (not self._sparse and n <= _DENSE_FULL_EIG_LIMIT):
             try:
-                V, lam = generalized_embedding(W, q, random_state=seed)
+                # URASC counts its own fallback (same full solver as the shared one)
+                V, lam = generalized_embedding(W, q, random_state=seed, dense_fallback=False)
             except np.linalg.LinAlgError:
                 # LAPACK's subset driver (evr) can fail with "Internal Error" on
                 # kNN graphs with many repeated eigenvalues; the full
@@ -247,6 +248,11 @@ class SpectralLearningMixin:
         if spread and (assign == "propagate" or _set_agreement(self.labels_, self._sets) < self.agreement):
             G, self._discriminant_weight_used = self._spreading_graph(W)
             self.labels_ = _spread_labels(G, self._sets, self.propagation_alpha)
+        if np.unique(self.labels_).size < K:
+            # k-means found fewer than K clusters: the embedding has fewer than K distinct rows
+            # (a graph left without edges, e.g. every answer "no"); never on ordinary runs
+            self.labels_ = self._separated_labels(W, K, q_used, self.labels_)
+            self._counters["separated_labels"] = self._counters.get("separated_labels", 0) + 1
         self._W = W
         self._pairs_W = (pairs, vals)
         self._stale = False
@@ -254,6 +260,85 @@ class SpectralLearningMixin:
         self._kseed = seed
         self._counters["reclusters"] += 1
         self._publish()
+
+    def _label_groups(self, q_used):
+        """Groups of samples known to belong together: the certain sets, or for the
+        random strategy (no sets) the must-link components of the answered samples."""
+        if self._sets:
+            return [np.asarray(s, dtype=np.int64) for s in self._sets]
+        ans = [(i, j, v) for i, j, v in self._answers[:q_used] if v != _DK]
+        if not ans:
+            return []
+        from scipy.cluster.hierarchy import DisjointSet
+
+        seen = list(dict.fromkeys(v for i, j, _ in ans for v in (i, j)))
+        ds = DisjointSet(seen)
+        for i, j, v in ans:
+            if v == _YES:
+                ds.merge(i, j)
+        roots = list(dict.fromkeys(ds[v] for v in seen))
+        return [np.asarray(sorted(ds.subset(r)), dtype=np.int64) for r in roots]
+
+    def _separated_labels(self, W, K, q_used, fallback):
+        """Labels when the embedding cannot give K clusters (degenerate case of U4).
+
+        With every answer "no" (or a base graph without edges) W^t has no edges
+        left, the embedding is zero and k-means puts every sample in one cluster,
+        against the answers. Here the groups of :meth:`_label_groups` get labels
+        greedily, in order: a label not yet used and not held by a group they are
+        cannot-linked to; once all K are used (more sets than K = n - 1 clusters,
+        or a fixed n_clusters), the allowed label whose samples are most similar
+        under w0 (any label if none is allowed). Each other sample takes the
+        label of its most similar group member under W^t, else under w0 among
+        members it is not cannot-linked to, else keeps its k-means label.
+
+        Parameters
+        ----------
+        W : ndarray or csr_matrix of shape (n, n), float64
+            The constrained similarity W^t.
+        K : int
+            Number of clusters, ``2 <= K <= n - 1``.
+        q_used : int
+            Number of answers the clustering uses.
+        fallback : ndarray of shape (n,), int64
+            The k-means labels.
+
+        Returns
+        -------
+        labels : ndarray of shape (n,), int64 in [0, K)
+            Samples of one group share a label; groups take distinct labels
+            while fewer than K are used, so ``min(K, number of groups)``
+            distinct labels at least.
+        """
+        n = self._n
+        pairs, vals = self._constraint_entries(q_used)
+        cannot = {}
+        for a, b in pairs[vals == 0.0].tolist():
+            cannot.setdefault(a, set()).add(b)
+            cannot.setdefault(b, set()).add(a)
+        labels = np.full(n, -1, dtype=np.int64)
+        for g in self._label_groups(q_used):
+            blocked = {int(labels[v]) for u in g.tolist() for v in cannot.get(u, ()) if labels[v] >= 0}
+            used = set(labels[labels >= 0].tolist())
+            allowed = [c for c in range(K) if c not in blocked] or list(range(K))
+            fresh = [c for c in allowed if c not in used]
+            if fresh:
+                labels[g] = fresh[0]
+                continue
+            sims = [float(self._similarity_block(g, np.flatnonzero(labels == c)).max()) for c in allowed]
+            labels[g] = allowed[int(np.argmax(sims))]
+        members = np.flatnonzero(labels >= 0)
+        if members.size == 0:
+            return np.asarray(fallback, dtype=np.int64)
+        for x in np.flatnonzero(labels < 0).tolist():
+            w = W[x, members].toarray().ravel() if sp.issparse(W) else W[x, members]
+            if w.max() > 0:
+                labels[x] = labels[members[int(np.argmax(w))]]
+                continue
+            ok = np.array([m not in cannot.get(x, ()) for m in members.tolist()])
+            w0 = self._similarity_block(np.array([x]), members[ok]).ravel() if ok.any() else np.zeros(0)
+            labels[x] = labels[members[ok][int(np.argmax(w0))]] if w0.size and w0.max() > 0 else fallback[x]
+        return labels
 
     def _spreading_graph(self, W):
         """The graph label spreading runs on: W^t, or ``(1 - w) W^t + w G`` with G

@@ -14,7 +14,7 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._certain_sets import _seed
-from ._params import validate_params
+from ._params import Interval, validate_params
 from ._urasc_graph import _read_only
 from .exceptions import InvalidInputError
 from .validation import ACTIVE_MIN_SAMPLES, check_data, check_urasc_n_clusters
@@ -33,7 +33,8 @@ class SessionStateMixin:
         state : dict
             ``version`` (``STATE_VERSION``), ``params`` (``get_params`` without
             ``callback``; an integer or None ``random_state``), ``n_samples``,
-            the seeds, ``K``, ``certain_sets`` (lists of row indices),
+            ``budget`` (``budget_``: the session's budget, which ``fit`` may
+            have set apart from the ``budget`` parameter), the seeds, ``K``, ``certain_sets`` (lists of row indices),
             ``answers`` ([i, j, a], a = 1 same, 0 different, -1 don't know),
             pending queues, set-check pairs, the query log and counters, and
             ``labels`` (n_samples ints, or None before the first clustering).
@@ -52,6 +53,7 @@ class SessionStateMixin:
             "version": STATE_VERSION,
             "params": params,
             "n_samples": int(self._n),
+            "budget": self.budget_,
             "seed": int(self._seed_base),
             "first_sample": int(self._first),
             "K": int(self._K),
@@ -81,13 +83,24 @@ class SessionStateMixin:
         callback : callable or None
         defer_recluster : bool, default=False
             False: the spectral step is recomputed at once, so every fitted
-            attribute is as it was when the state was saved. True: only
-            ``labels_`` is restored (what :meth:`tell` reads) and the spectral
-            step waits for the next :meth:`update` or :meth:`suggest_queries`,
-            which then re-cluster with every answer. Use it when answers are
-            told next: the outcome is the same, and one eigendecomposition per
-            session pass is saved (segment, 2310 rows: about 0.1 s of 0.3 s).
-            States saved before ``labels`` was part of them are re-clustered.
+            attribute (``labels_``, ``embedding_``, ``affinity_matrix_``,
+            ...) exists. For a state saved after its last clustering (the
+            usual case: after :meth:`update` or :meth:`suggest_queries`) each
+            is as it was when the state was saved. A state saved between
+            :meth:`tell` and the next clustering (``state["stale"]``, e.g.
+            always after a ``tell`` with ``strategy="random"``) is
+            re-clustered with every answer, i.e. the attributes are those the
+            saved estimator would have after :meth:`update` (its own
+            ``labels_`` were computed before the last answers, with certain
+            sets that have changed since, so they cannot be reproduced
+            exactly). True: only ``labels_`` is restored, as saved (what
+            :meth:`tell` reads), and the spectral step waits for the next
+            :meth:`update` or :meth:`suggest_queries`, which then re-cluster
+            with every answer. Use it when answers are told next: the
+            outcome is the same as the saved estimator's, and one
+            eigendecomposition per session pass is saved (segment, 2310 rows:
+            about 0.1 s of 0.3 s). States saved before ``labels`` was part of
+            them are re-clustered as with False.
         base_graph : dict or None
             The ``base_graph_`` of an earlier estimator on the same ``X`` with
             the same graph parameters: the base graph and neighbour lists are
@@ -106,7 +119,10 @@ class SessionStateMixin:
         params.setdefault("kernel", "gaussian")  # states saved before the kernel option existed
         params.setdefault("discriminant_weight", 0.0)  # ... and before discriminant_weight: labels as then
         est = cls(**params, callback=callback)
-        est._initialize(X, seed_base=state["seed"], first=state["first_sample"], base_graph=base_graph)
+        # States saved before "budget" was part of them kept the session's budget in params
+        # (fit overwrote the parameter then).
+        est._initialize(X, seed_base=state["seed"], first=state["first_sample"], base_graph=base_graph,
+                        budget=state["budget"] if "budget" in state else "default")
         if est._n != state["n_samples"]:
             raise InvalidInputError(f"X has {est._n} rows, the session was built on {state['n_samples']}",
                                     field="X")
@@ -126,19 +142,28 @@ class SessionStateMixin:
         est._log_index = {int(x): int(v) for x, v in state["log_index"]}
         est._rejected = list(state["rejected"])
         est._counters = dict(state["counters"])
-        if state["stale"]:
-            est._stale = True
-        elif defer_recluster and state.get("labels") is not None:
+        if defer_recluster and state.get("labels") is not None:
+            # the labels the saved estimator had (also when answers arrived after them)
             est.labels_ = np.asarray(state["labels"], dtype=np.int64)
             est._stale = True
+        elif state["stale"]:
+            # answers arrived after the last clustering: the spectral step of that clustering
+            # used sets that have changed since, so bring it up to date (as update() would)
+            est._recluster()
         else:
             est._recluster(n_answers=int(state["clustered_at"]))
         return est
 
     # ------------------------------------------------------------------ initialisation
 
-    def _initialize(self, X, seed_base=None, first=None, base_graph=None):
+    def _initialize(self, X, seed_base=None, first=None, base_graph=None, budget="default"):
         validate_params(self, self._PARAMS)
+        if isinstance(budget, str) and budget == "default":
+            budget = self.budget
+        elif budget is not None and not Interval(numbers.Integral, 0, None).accepts(budget):
+            raise InvalidInputError(f"{type(self).__name__}: budget == {budget!r}, must be an integer >= 0 or None",
+                                    field="budget")
+        self.budget_ = None if budget is None else int(budget)
         self._n_bridges = 0
         fingerprint = None
         if self.affinity == "precomputed":

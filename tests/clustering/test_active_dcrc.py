@@ -135,3 +135,73 @@ def test_warm_start_adds_the_last_fit_as_a_start_after_new_answers_only():
     state["fit"]["W"] = [[0.0], [1.0, 2.0]]  # ragged
     with pytest.raises(InvalidInputError, match="weights"):
         ActiveDCRC.from_state(X, state)
+
+
+@pytest.mark.parametrize("n, k, batch, strategy", [
+    (6, 3, 1, "uncertainty"), (8, 2, 4, "uncertainty"), (9, 3, 7, "uncertainty"), (7, 3, 3, "random"),
+])
+def test_suggest_queries_comes_back_short_only_when_the_unasked_triplets_run_out(n, k, batch, strategy):
+    """Non-regression: the uncertainty strategy drew one anchor pair per sample and skipped the
+    sample when that pair was asked before, so it returned [] (read as "session finished") after
+    3 of 60 triplets (n=6, K=3) while budget and unasked triplets remained."""
+    from math import comb
+
+    X, y = make_blobs(n_samples=n, centers=k, random_state=0)
+    est = ActiveDCRC(k, strategy=strategy, random_state=0, n_init=1, max_iter=5).fit(X)
+    total = n * comb(n - 1, 2)  # a, then the unordered pair {b, c}
+    while True:
+        qs = est.suggest_queries(batch)
+        assert len(qs) == min(batch, total - est.n_questions_)
+        if not qs:
+            break
+        keys = {(q["items"][0], *sorted(q["items"][1:])) for q in qs}
+        assert len(keys) == len(qs)
+        assert est.tell([(*q["items"], _answer(y, *q["items"])) for q in qs]) == ["accepted"] * len(qs)
+    assert est.n_questions_ == total
+    assert len({(a, min(b, c), max(b, c)) for a, b, c in est.triplets_.tolist()}) == total
+
+
+def test_a_short_batch_keeps_the_first_choices_and_adds_other_anchors():
+    """When some samples' first anchor pair was asked already, the questions of the samples whose
+    first choice is free stay the same; the others get another pair of their two likeliest clusters."""
+    X, y = _blobs(30, seed=4)
+    est = ActiveDCRC(3, random_state=0, diversity_neighbors=0).fit(X)
+    first = est.suggest_queries(30)
+    assert len(first) == 30
+    # the ten best samples' first choices become asked pairs; without a new answer the next call
+    # draws the same first choices (its random stream depends on the answers so far)
+    est._asked |= {(q["items"][0], *sorted(q["items"][1:])) for q in first[:10]}
+    again = est.suggest_queries(30)
+    assert len(again) == 30
+    taken = {(q["items"][0], *sorted(q["items"][1:])) for q in first[:10]}
+    assert not taken & {(q["items"][0], *sorted(q["items"][1:])) for q in again}
+    assert [q for q in again if q["sample"] not in {f["sample"] for f in first[:10]}] == first[10:]
+    P = est.proba_
+    for q in again:
+        a, b, c = q["items"]
+        assert {est.labels_[b], est.labels_[c]} == set(np.argsort(-P[a])[:2])
+    assert [q["score"] for q in again] == sorted((q["score"] for q in again), reverse=True)
+
+
+def test_random_state_none_draws_a_seed_per_session_and_keeps_it_in_the_state():
+    """Non-regression: random_state=None seeded the question choice with 0 in every session."""
+    X, y = _blobs(60, seed=5)
+    sessions = [ActiveDCRC(3, n_init=1, max_iter=10).fit(X) for _ in range(2)]
+    asked = [[q["items"] for q in s.suggest_queries(10)] for s in sessions]
+    assert asked[0] != asked[1]
+    est = _drive(sessions[0], y, 2)
+    state = json.loads(json.dumps(est.get_state()))
+    assert state["params"]["random_state"] is None and isinstance(state["seed"], int)
+    clone = ActiveDCRC.from_state(X, state)
+    assert clone.suggest_queries(5) == est.suggest_queries(5)
+    np.testing.assert_array_equal(clone.labels_, est.labels_)
+    # an integer seed is the session's seed: sessions repeat
+    a, b = (ActiveDCRC(3, random_state=7, n_init=1, max_iter=10).fit(X) for _ in range(2))
+    assert a.suggest_queries(10) == b.suggest_queries(10) and a.get_state()["seed"] == 7
+    # a state saved before the seed was part of it asks as it did (seed 0 for random_state=None)
+    old = dict(state)
+    del old["seed"]
+    r1, r2 = ActiveDCRC.from_state(X, old), ActiveDCRC.from_state(X, json.loads(json.dumps(old)))
+    assert r1.suggest_queries(5) == r2.suggest_queries(5) and r1.get_state()["seed"] == 0
+    with pytest.raises(InvalidInputError, match="seed"):
+        ActiveDCRC.from_state(X, {**state, "seed": "x"})

@@ -561,3 +561,13 @@ def test_restart_selection_keeps_the_restart_that_satisfies_the_constraints():
         labels, satisfied = kmeans_labels_by_constraints(X, 2, pairs, must, n_init=10, random_state=seed)
         assert satisfied == 1.0
         assert adjusted_rand_score(side, labels) == 1.0
+
+
+def test_as_many_clusters_as_samples_puts_each_sample_alone():
+    """Non-regression: CCSKL(n_clusters=2).fit of two samples put both in one cluster: m is clamped
+    to n - 1 = 1 eigenvector (spec §7.8), the trivial one, so both rows of the embedding were equal."""
+    assert CCSKL(n_clusters=2, random_state=0).fit([[0.0, 0.0], [1.0, 1.0]]).labels_.tolist() == [0, 1]
+    X = np.array([[0.0, 0.0], [1.0, 1.0], [5.0, 5.0], [9.0, 0.0]])
+    model = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=[[0, 1], [1, 2]], pair_kind=[1, -1])
+    assert model.labels_.tolist() == [0, 1, 2, 3]
+    assert model.diagnostics_["kmeans_constraints_satisfied"] == 0.5  # the must-link cannot hold

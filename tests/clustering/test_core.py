@@ -355,6 +355,57 @@ def test_top_eigenvectors_sparse_path_residuals():
     np.testing.assert_allclose(v_s, np.linalg.eigvalsh(small)[::-1][:2], atol=1e-12)
 
 
+def _clique_graph(n_cliques=4, size=10):
+    W = np.kron(np.eye(n_cliques), np.ones((size, size)))
+    np.fill_diagonal(W, 0.0)
+    return W
+
+
+def test_top_eigenvectors_survives_the_subset_solvers_internal_error():
+    """Non-regression: eigh(subset_by_index=...) raised "LinAlgError: Internal Error" on the
+    normalised adjacency of 4 disconnected 10-cliques (k = 20); the full solver answers instead."""
+    M, _ = normalized_adjacency(_clique_graph())
+    k = 20
+    try:
+        eigh(M, subset_by_index=[40 - k, 39])
+        subset_fails = False
+    except np.linalg.LinAlgError:
+        subset_fails = True
+    vals, vecs = top_eigenvectors(M, k)
+    np.testing.assert_allclose(vals, np.linalg.eigvalsh(M)[::-1][:k], atol=1e-10)
+    assert np.abs(M @ vecs - vecs * vals).max() < 1e-10
+    np.testing.assert_allclose(vecs.T @ vecs, np.eye(k), atol=1e-10)
+    idx = np.argmax(np.abs(vecs), axis=0)
+    assert np.all(vecs[idx, np.arange(k)] > 0)
+    if subset_fails:  # the solver's error is still raised when asked for
+        with pytest.raises(np.linalg.LinAlgError):
+            top_eigenvectors(M, k, dense_fallback=False)
+
+
+def test_spectral_estimators_fit_graphs_of_disconnected_cliques():
+    """Non-regression: CCSKL, SpectralClustering, SpectralLearning and E2CP raised a raw
+    LinAlgError from the shared solver on graphs of disconnected cliques."""
+    import warnings
+
+    from clustering import CCSKL, E2CP, SpectralClustering, SpectralLearning
+    from clustering.exceptions import ConstraintWarning
+
+    W = _clique_graph()
+    X = np.repeat([[0.0, 0.0], [50.0, 0.0], [0.0, 50.0], [50.0, 50.0]], 10, axis=0)
+    fits = [(CCSKL(n_clusters=K, affinity="precomputed", random_state=0), W) for K in (2, 4, 20)]
+    fits += [(SpectralClustering(n_clusters=20, affinity="precomputed", random_state=0), W),
+             (SpectralLearning(n_clusters=20, affinity="precomputed", random_state=0), W),
+             (E2CP(n_clusters=20, n_neighbors=9, random_state=0), X)]
+    for est, data in fits:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConstraintWarning)  # more components than K: expected here
+            labels = est.fit(data).labels_
+        assert labels.shape == (40,)
+        if est.n_clusters >= 4:  # every clique is one component: never split across two of them
+            block = np.arange(40) // 10
+            assert all(len(set(labels[block == b]) & set(labels[block != b])) == 0 for b in range(4)), est
+
+
 def test_njw_embedding_matches_dense_reference():
     X, _ = _blobs(50)
     W, _ = gaussian_affinity(X, n_neighbors=8)

@@ -478,3 +478,17 @@ def test_maintained_build_tree_matches_full_test(seed):
     np.testing.assert_array_equal(Z_fast, Z_full)
     assert st_fast == st_full
     assert satisfies(Z_fast, T).all()
+
+
+def test_dropped_lists_every_input_row_of_a_dropped_constraint():
+    """Non-regression: dropped_ listed only the first input row of each dropped constraint, not
+    the rows that repeat it (the same triplet again, or (a, c, b) answered the other way)."""
+    X = np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0], [5.0, 5.0]])
+    T = np.array([[0, 1, 2], [0, 2, 1], [0, 1, 2], [3, 0, 1], [0, 2, 1]])
+    ans = np.array([1, 1, -1, 0, 1])  # rows 1, 2 and 4 all say 02|1; row 0 says 01|2
+    w = np.array([5.0, 1.0, 1.0, 1.0, 1.0])
+    model = ReCon(n_clusters=2, on_inconsistent="repair").fit(X, triplets=T, triplet_answer=ans, triplet_weight=w)
+    assert not model.feasible_
+    assert model.dropped_.tolist() == [1, 2, 4]
+    assert model.diagnostics_["dropped_triplets"] == [1, 2, 4]
+    assert model.conflict_.tolist() == [0, 1]  # one row per conflicting constraint
