@@ -101,7 +101,7 @@ def test_verify_noise_free_sets_are_pure_and_cost_few_extra_questions():
     assert est.n_clusters_ == 4
 
 
-def test_discriminant_weight_auto_mixes_under_verify_once_there_are_three_sets():
+def test_discriminant_weight_auto_mixes_once_there_are_three_sets_by_k_growth():
     def run(X, y, **params):
         est = URASC(budget=40, random_state=1, n_init=2, **params).fit(X, oracle=_oracle(y, 0.15, seed=2))
         return est.answers_.tolist(), est.labels_.tolist()
@@ -109,7 +109,11 @@ def test_discriminant_weight_auto_mixes_under_verify_once_there_are_three_sets()
     verify = {"k_growth": "verify", "representative": "founder"}
     X, y = _blobs(60, 3, seed=5, std=2.5)
     assert run(X, y, **verify) != run(X, y, **verify, discriminant_weight=0.0)
-    assert run(X, y) == run(X, y, discriminant_weight=0.0)  # the paper's rule: never
+    # the paper's rule: .3 (labels are spread, over the mixed graph, only where k-means disagrees
+    # with the sets; in this session that happens only once there are three sets)
+    assert run(X, y) != run(X, y, discriminant_weight=0.0)
+    assert run(X, y) == run(X, y, discriminant_weight=0.3)
+    assert run(X, y, k_growth="robust") == run(X, y, k_growth="robust", discriminant_weight=0.0)  # never
     X, y = _blobs(60, 2, seed=5, std=2.5)  # a given n_clusters=2 caps the sets at two: never
     assert run(X, y, n_clusters=2, **verify) == run(X, y, n_clusters=2, **verify, discriminant_weight=0.0)
 
