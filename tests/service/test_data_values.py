@@ -64,11 +64,11 @@ def dcrc_job(client, store, blobs_dataset):
     ({"data": [[0.0, 1.0], [2.0, 3.0]], "item_ids": ["a", "b", "a"]}, "/item_ids", "more than once"),
 ])
 def test_predict_refuses_what_a_dataset_upload_refuses(client, dcrc_job, body, pointer, words):
-    before = client.get(f"/v1/jobs?page_size=100").json["jobs"]
+    before = client.get("/v1/jobs?page_size=100").json["jobs"]
     r = client.post(f"/v1/jobs/{dcrc_job}/predict", json=body)
     assert r.status_code == 422 and r.mimetype == PROBLEM, r.json
     assert any(words in m for m in r.json["errors"][pointer]), r.json
-    assert client.get(f"/v1/jobs?page_size=100").json["jobs"] == before  # no predict job was created
+    assert client.get("/v1/jobs?page_size=100").json["jobs"] == before  # no predict job was created
     upload = client.post("/v1/datasets", json=body)
     assert upload.status_code == 422 and pointer in upload.json["errors"]
 
