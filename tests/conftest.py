@@ -83,3 +83,28 @@ def blobs_dataset(client):
     r = client.post("/v1/datasets", json=body)
     assert r.status_code == 201, r.json
     return r.json["id"], X, np.asarray(y)
+
+
+@pytest.fixture()
+def dcrc_job(client, store, blobs_dataset):
+    """A SUCCEEDED DCRC job with its stored model, on the 60 x 2 blobs: (job id, the fitted DCRC)."""
+    import numpy as np
+
+    from workers import registry
+
+    did, X, y = blobs_dataset
+    rng = np.random.default_rng(0)
+    trip = []
+    while len(trip) < 60:
+        a, b, c = map(int, rng.choice(len(y), 3, replace=False))
+        if y[a] == y[b] != y[c]:
+            trip.append([a, b, c, "yes"])
+    est = registry.build("dcrc", n_clusters=3, params={}, random_state=0)
+    est.fit(X, **registry.fit_kwargs("dcrc", {"triplets": trip}))
+    jid = store.create_job(dataset_id=did, method="dcrc", n_clusters=3, params={}, constraints={},
+                           random_state=0)["id"]
+    store.start_job(jid)
+    store.save_result(jid, {"job_id": jid, "labels": est.labels_.tolist()})
+    store.save_model_state(jid, registry.model_state("dcrc", est))
+    store.finish_job(jid, "SUCCEEDED")
+    return jid, est

@@ -34,29 +34,6 @@ def test_values_at_the_magnitude_limit_are_stored_unchanged(client):
     assert r.status_code == 201, r.json
 
 
-@pytest.fixture()
-def dcrc_job(client, store, blobs_dataset):
-    """A SUCCEEDED DCRC job with its model, on the 60 x 2 blobs."""
-    from workers import registry
-
-    did, X, y = blobs_dataset
-    rng = np.random.default_rng(0)
-    trip = []
-    while len(trip) < 60:
-        a, b, c = map(int, rng.choice(len(y), 3, replace=False))
-        if y[a] == y[b] != y[c]:
-            trip.append([a, b, c, "yes"])
-    est = registry.build("dcrc", n_clusters=3, params={}, random_state=0)
-    est.fit(X, **registry.fit_kwargs("dcrc", {"triplets": trip}))
-    jid = store.create_job(dataset_id=did, method="dcrc", n_clusters=3, params={}, constraints={},
-                           random_state=0)["id"]
-    store.start_job(jid)
-    store.save_result(jid, {"job_id": jid, "labels": est.labels_.tolist()})
-    store.save_model_state(jid, registry.model_state("dcrc", est))
-    store.finish_job(jid, "SUCCEEDED")
-    return jid
-
-
 @pytest.mark.parametrize("body, pointer, words", [
     ({"data": [[-1e308, -1e308]]}, "/data", "data[0][0]"),
     ({"data": [[0.0, 1.0], [2.0, 1e101]]}, "/data", "data[1][1]"),
@@ -65,7 +42,7 @@ def dcrc_job(client, store, blobs_dataset):
 ])
 def test_predict_refuses_what_a_dataset_upload_refuses(client, dcrc_job, body, pointer, words):
     before = client.get("/v1/jobs?page_size=100").json["jobs"]
-    r = client.post(f"/v1/jobs/{dcrc_job}/predict", json=body)
+    r = client.post(f"/v1/jobs/{dcrc_job[0]}/predict", json=body)
     assert r.status_code == 422 and r.mimetype == PROBLEM, r.json
     assert any(words in m for m in r.json["errors"][pointer]), r.json
     assert client.get("/v1/jobs?page_size=100").json["jobs"] == before  # no predict job was created
@@ -76,7 +53,7 @@ def test_predict_refuses_what_a_dataset_upload_refuses(client, dcrc_job, body, p
 def test_predict_scores_rows_at_the_magnitude_limit(client, store, dcrc_job):
     from workers.tasks import run_predict
 
-    r = client.post(f"/v1/jobs/{dcrc_job}/predict", json={"data": [[-MAX_ABS_VALUE, -MAX_ABS_VALUE], [0.0, 0.0]]})
+    r = client.post(f"/v1/jobs/{dcrc_job[0]}/predict", json={"data": [[-MAX_ABS_VALUE, -MAX_ABS_VALUE], [0.0, 0.0]]})
     assert r.status_code == 202, r.json
     job = run_predict(store, store.start_job(r.json["id"]))
     assert job["state"] == "SUCCEEDED", job["error"]

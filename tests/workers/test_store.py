@@ -118,25 +118,12 @@ def test_dumps_writes_non_finite_floats_as_null_and_numpy_values_as_plain_json()
         "u": 3, "v": [[1.5, None]], "w": True}
 
 
-def test_a_predict_job_runs_on_its_copy_of_the_model_after_the_fitted_job_is_deleted(client, store, blobs_dataset):
-    from workers import registry
+def test_a_predict_job_runs_on_its_copy_of_the_model_after_the_fitted_job_is_deleted(client, store, blobs_dataset,
+                                                                                     dcrc_job):
     from workers.tasks import run_predict
 
     did, X, y = blobs_dataset
-    rng = np.random.default_rng(0)
-    trip = []
-    while len(trip) < 60:
-        a, b, c = map(int, rng.choice(len(y), 3, replace=False))
-        if y[a] == y[b] != y[c]:
-            trip.append([a, b, c, "yes"])
-    est = registry.build("dcrc", n_clusters=3, params={}, random_state=0)
-    est.fit(X, **registry.fit_kwargs("dcrc", {"triplets": trip}))
-    parent = store.create_job(dataset_id=did, method="dcrc", n_clusters=3, params={}, constraints={},
-                              random_state=0)["id"]
-    store.start_job(parent)
-    store.save_result(parent, {"job_id": parent, "labels": est.labels_.tolist()})
-    store.save_model_state(parent, registry.model_state("dcrc", est))
-    store.finish_job(parent, "SUCCEEDED")
+    parent, est = dcrc_job
 
     r = client.post(f"/v1/jobs/{parent}/predict", json={"data": X[:7].tolist()})
     assert r.status_code == 202, r.json
