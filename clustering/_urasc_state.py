@@ -34,8 +34,9 @@ class SessionStateMixin:
             ``version`` (``STATE_VERSION``), ``params`` (``get_params`` without
             ``callback``; an integer or None ``random_state``), ``n_samples``,
             ``budget`` (``budget_``: the session's budget, which ``fit`` may
-            have set apart from the ``budget`` parameter), the seeds, ``K``, ``certain_sets`` (lists of row indices),
-            ``answers`` ([i, j, a], a = 1 same, 0 different, -1 don't know),
+            have set apart from the ``budget`` parameter), the seeds, ``K``,
+            ``certain_sets`` (lists of row indices), ``answers`` ([i, j, a],
+            a = 1 same, 0 different, -1 don't know),
             pending queues, set-check pairs, the query log and counters, and
             ``labels`` (n_samples ints, or None before the first clustering).
             :meth:`from_state` rebuilds the session from it and the same X.
