@@ -30,6 +30,7 @@ from redis.exceptions import WatchError
 from . import stats
 from .config import PREFIX
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
+from .session_scripts import ANSWER_LUA, FINISH_PASS_LUA, LEASE_LUA, UPDATE_LUA, WITHDRAW_LUA
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -39,161 +40,6 @@ _INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listin
 DEFAULT_LEASE_SECONDS = 600
 #: Session states in which a worker may still read the session's dataset.
 OPEN_STATES = ("INITIALIZING", "ACTIVE")
-
-# Update fields of a record only while it exists (a deleted session stays deleted).
-_UPDATE_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV))
-return 1
-"""
-
-# Atomically record one answer: returns the outcome string. The budget: a
-# question that gets all its answers is committed to the model (record field
-# budget_committed = questions the model used + those waiting for it); once
-# that reaches the budget, answers are late (not recorded: a retry after a
-# pass left some questions unused is taken) and the worker's lease is dropped,
-# so the slot it held goes to whoever leases next. An assignment id
-# is recorded with the question it answered (sessions from before kept the
-# outcome instead, 'accepted' or 'late': those still count as a retry). A named
-# worker answers a question once: its answers are in the question's list. The
-# answering worker's lease on the question stops counting as outstanding
-# (score 0), so it is never leased that question again.
-_ANSWER_LUA = """
-local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local log = KEYS[7]
-local qid, assignment, payload, needed, worker = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local ttl, logged = tonumber(ARGV[6]), ARGV[7]
-if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
-if assignment ~= '' then
-  local used = redis.call('HGET', assign, assignment)
-  if used == qid or used == 'accepted' or used == 'late' then return 'duplicate' end
-  if used then
-    return "rejected:assignment_id '" .. assignment .. "' was already used for question " .. used
-  end
-end
-local q = redis.call('HGET', qkey, qid)
-if not q then return 'rejected:unknown question_id' end
-if worker ~= '' then
-  for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
-    local given = cjson.decode(raw)
-    if given['worker_id'] == worker then
-      local first = given['assignment_id']
-      return 'rejected:worker ' .. worker .. ' already answered this question'
-        .. (type(first) == 'string' and (' (assignment_id ' .. first .. ')') or '')
-    end
-  end
-end
-local question = cjson.decode(q)
-if question['status'] ~= 'open' then
-  if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
-  if question['status'] == 'withdrawn' then return 'late:the question was withdrawn (no longer asked)' end
-  return 'late:the question already has its answers'
-end
-local budget = tonumber(redis.call('HGET', rec, 'budget'))
-local committed = tonumber(redis.call('HGET', rec, 'budget_committed'))
-if not committed then  -- a session from before the field
-  committed = tonumber(redis.call('HGET', rec, 'budget_used')) + redis.call('LLEN', ready)
-end
-if committed >= budget then
-  if worker ~= '' then redis.call('ZREM', lease, worker) end  -- frees its slot for when the budget frees up
-  return 'late:budget exhausted: the model has used, or is being told, all ' .. budget .. ' questions'
-end
-if worker ~= '' then
-  redis.call('ZADD', lease, 0, worker)
-  redis.call('EXPIRE', lease, ttl)
-end
-redis.call('RPUSH', akey, payload)
-redis.call('EXPIRE', akey, ttl)
-redis.call('RPUSH', log, logged)
-redis.call('EXPIRE', log, ttl)
-question['n_answers'] = question['n_answers'] + 1
-local outcome = 'accepted'
-if question['n_answers'] >= needed then
-  question['status'] = 'ready'
-  redis.call('RPUSH', ready, qid)
-  redis.call('HSET', rec, 'budget_committed', committed + 1)
-  outcome = 'accepted:ready'
-end
-redis.call('HSET', qkey, qid, cjson.encode(question))
-if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
-return outcome
-"""
-
-
-# Atomically lease up to ARGV[1] open questions of the pool (KEYS[2], best
-# first) to worker ARGV[2]: a question it was never handed, and only while its
-# answers plus the other workers' outstanding leases (younger than ARGV[4]
-# seconds, not yet answered) are fewer than the answers it needs (ARGV[5]).
-# Lease keys are built from the prefix ARGV[6] (one Redis, not a cluster).
-_LEASE_LUA = """
-local qkey, pkey = KEYS[1], KEYS[2]
-local count, worker, now, lease_s = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
-local needed, prefix, ttl = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
-local out = {}
-for _, qid in ipairs(redis.call('LRANGE', pkey, 0, -1)) do
-  if #out >= count then break end
-  local raw = redis.call('HGET', qkey, qid)
-  if raw then
-    local q = cjson.decode(raw)
-    local lkey = prefix .. qid
-    if q['status'] == 'open' and not redis.call('ZSCORE', lkey, worker) then
-      local outstanding = redis.call('ZCOUNT', lkey, '(' .. tostring(now - lease_s), '+inf')
-      if q['n_answers'] + outstanding < needed then
-        redis.call('ZADD', lkey, now, worker)
-        redis.call('EXPIRE', lkey, ttl)
-        table.insert(out, raw)
-      end
-    end
-  end
-end
-return out
-"""
-
-
-# End a re-clustering pass (KEYS[1] the record, KEYS[2] the ready list), in one
-# step with reading the questions that got their answers meanwhile: ARGV[1] the
-# revision the pass read, ARGV[2] the questions the model used, ARGV[3..] more
-# field / value pairs (JSON). With no question waiting, the model reflects every
-# closed question, so it is up to date with the current revision (answers since
-# the pass started closed nothing); otherwise with the revision the pass read
-# (never lowered) and the pass those questions queued follows. The budget
-# committed is recounted: used + waiting. Returns the observed revision written
-# (nil: the session is gone).
-_FINISH_PASS_LUA = """
-if redis.call('EXISTS', KEYS[1]) == 0 then return false end
-local used = tonumber(ARGV[2])
-local waiting = redis.call('LLEN', KEYS[2])
-local observed = tonumber(redis.call('HGET', KEYS[1], 'revision'))
-if waiting > 0 then
-  observed = math.max(tonumber(ARGV[1]), tonumber(redis.call('HGET', KEYS[1], 'observed_revision')))
-end
-redis.call('HSET', KEYS[1], 'observed_revision', observed, 'budget_used', used, 'budget_committed', used + waiting,
-           unpack(ARGV, 3))
-return observed
-"""
-
-# Withdraw the questions ARGV[4..] of the questions hash KEYS[1] that are still
-# open, checked and written in one step (an answer arriving meanwhile is either
-# counted before or late after): only those without answers and without a lease
-# (key prefix ARGV[1]) younger than ARGV[2] (Unix s), or, with ARGV[3] == '1'
-# (the session is complete), every one. Returns the withdrawn documents.
-_WITHDRAW_LUA = """
-local out, since, final = {}, ARGV[2], ARGV[3] == '1'
-for i = 4, #ARGV do
-  local raw = redis.call('HGET', KEYS[1], ARGV[i])
-  if raw then
-    local q = cjson.decode(raw)
-    if q['status'] == 'open' and (final or (q['n_answers'] == 0
-        and redis.call('ZCOUNT', ARGV[1] .. ARGV[i], '(' .. since, '+inf') == 0)) then
-      q['status'] = 'withdrawn'
-      raw = cjson.encode(q)
-      redis.call('HSET', KEYS[1], ARGV[i], raw)
-      table.insert(out, raw)
-    end
-  end
-end
-return out
-"""
 
 
 class SessionStore:
@@ -209,11 +55,11 @@ class SessionStore:
         self.store = store
         self.r = store.r
         self.settings = store.settings
-        self._answer_script = self.r.register_script(_ANSWER_LUA)
-        self._update_script = self.r.register_script(_UPDATE_LUA)
-        self._lease_script = self.r.register_script(_LEASE_LUA)
-        self._finish_script = self.r.register_script(_FINISH_PASS_LUA)
-        self._withdraw_script = self.r.register_script(_WITHDRAW_LUA)
+        self._answer_script = self.r.register_script(ANSWER_LUA)
+        self._update_script = self.r.register_script(UPDATE_LUA)
+        self._lease_script = self.r.register_script(LEASE_LUA)
+        self._finish_script = self.r.register_script(FINISH_PASS_LUA)
+        self._withdraw_script = self.r.register_script(WITHDRAW_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
