@@ -354,14 +354,14 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     Noisy oracles (issue #4): with 10% wrong answers ``k_growth="verify",
     representative="founder"`` keeps 0.90 (iris), 0.94 (wine), 0.96 (wdbc)
     and 0.85 (ionosphere) of the noise-free ARI at 200 questions with K
-    unknown (20 trials; the default "sets": 0.39-0.65 over 5), and in
+    unknown (20 trials; the default "sets": 0.35-0.66 over 5), and in
     batches of 10 iris 0.87, wine 0.86, ionosphere 0.86 and wdbc 0.91 (20
     trials). It falls short of 0.85 on segment (0.83 sequentially over 20
     trials, 0.82 over 40; 0.73 in batches of 10, 20 trials). An answer that
     is wrong 10% of the time carries at most 0.53 of a bit, so 200 of them
     are worth at most about 106 noise-free answers; a session that lost
     exactly that would keep 0.85 on segment (a guide, not a proof). Its noise-free cost is at 50
-    questions on segment (.29 against .55), so "sets" stays the default.
+    questions on segment (.29 against .61), so "sets" stays the default.
     The numbers: bench/README.md, "Active questions"; every rule tried,
     kept or dropped, with its measurements: bench/active_history.md.
 

@@ -266,18 +266,22 @@ class SpectralLearningMixin:
         random strategy (no sets) the must-link components of the answered samples."""
         if self._sets:
             return [np.asarray(s, dtype=np.int64) for s in self._sets]
-        ans = [(i, j, v) for i, j, v in self._answers[:q_used] if v != _DK]
-        if not ans:
-            return []
+        ans, ds = self._yes_components(q_used)
+        seen = list(dict.fromkeys(v for i, j, _ in ans for v in (i, j)))
+        roots = list(dict.fromkeys(ds[v] for v in seen))
+        return [np.asarray(sorted(ds.subset(r)), dtype=np.int64) for r in roots]
+
+    def _yes_components(self, q_used):
+        """The first ``q_used`` answers without the don't-knows, as (i, j, a), and a
+        ``scipy.cluster.hierarchy.DisjointSet`` over all samples joined by their "yes"s."""
         from scipy.cluster.hierarchy import DisjointSet
 
-        seen = list(dict.fromkeys(v for i, j, _ in ans for v in (i, j)))
-        ds = DisjointSet(seen)
+        ans = [(i, j, v) for i, j, v in self._answers[:q_used] if v != _DK]
+        ds = DisjointSet(range(self._n))
         for i, j, v in ans:
             if v == _YES:
                 ds.merge(i, j)
-        roots = list(dict.fromkeys(ds[v] for v in seen))
-        return [np.asarray(sorted(ds.subset(r)), dtype=np.int64) for r in roots]
+        return ans, ds
 
     def _separated_labels(self, W, K, q_used, fallback):
         """Labels when the embedding cannot give K clusters (degenerate case of U4).
@@ -366,15 +370,9 @@ class SpectralLearningMixin:
 
     def _random_k_lower_bound(self, q_used):
         """Unknown K with random pairs: size of a greedy clique of cannot-linked must-link groups."""
-        ans = [(i, j, v) for i, j, v in self._answers[:q_used] if v != _DK]
+        ans, ds = self._yes_components(q_used)
         if not ans:
             return 2
-        from scipy.cluster.hierarchy import DisjointSet
-
-        ds = DisjointSet(range(self._n))
-        for i, j, v in ans:
-            if v == _YES:
-                ds.merge(i, j)
         cl = {}
         for i, j, v in ans:
             if v == _NO:

@@ -381,9 +381,8 @@ class SessionStore:
         """
         qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
         if worker_id is None:
-            ids = self.r.lrange(pkey, 0, -1)
-            docs = [json.loads(raw) for raw in (self.r.hmget(qkey, ids) if ids else []) if raw]
-            return [q for q in docs if q["status"] == "open"][:count]
+            docs = self.questions(sid, self.r.lrange(pkey, 0, -1))
+            return [q for q in docs if q is not None and q["status"] == "open"][:count]
         if answers_per_question is None or lease_seconds is None:
             rec = self.get(sid) or {}
             answers_per_question = answers_per_question or rec.get("answers_per_question", 1)
@@ -511,7 +510,20 @@ class SessionStore:
         return [i.decode() for i in ids]
 
     def questions(self, sid, qids):
-        """The documents of questions ``qids`` (None for an unknown id), in one read."""
+        """The documents of questions ``qids``, in one read.
+
+        Parameters
+        ----------
+        sid : str
+        qids : list of str or bytes
+            Question ids (as stored in the pool list, bytes, or as given).
+
+        Returns
+        -------
+        list of (dict or None)
+            One question document per id, in the order of ``qids``; None
+            for an id the session does not have.
+        """
         raw = self.r.hmget(self._key(sid, ":questions"), qids) if qids else []
         return [json.loads(q) if q else None for q in raw]
 
