@@ -336,13 +336,20 @@ class WorkerReliabilitySchema(Schema):
                        "(null until two workers have answered two common questions)"})
 
 
+class ModelWarningSchema(Schema):
+    code = fields.String(metadata={"description": "machine-readable: n_clusters_grew"})
+    detail = fields.String(metadata={"description": "what happened and what to do, for people"})
+
+
 class ModelSchema(Schema):
     session_id = fields.String()
     observed_revision = fields.Integer(metadata={
         "description": "the session's observed_revision: these labels reflect every answer up to it"})
     labels = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
-    n_clusters = fields.Integer()
+    n_clusters = fields.Integer(metadata={
+        "description": "clusters in labels; for a pairwise session given n_clusters, more than it when answers "
+                       "founded more certain sets (see warnings, code n_clusters_grew)"})
     n_certain_sets = fields.Integer(metadata={"description": "pairwise (URASC) sessions"})
     n_questions_used = fields.Integer()
     certain_sets = fields.List(fields.List(fields.Integer()), metadata={
@@ -368,4 +375,6 @@ class ModelSchema(Schema):
     workers = fields.List(fields.Nested(WorkerReliabilitySchema), metadata={
         "description": "every worker who answered, least agreeing first: whom to review, retrain or "
                        "stop assigning"})
+    warnings = fields.List(fields.Nested(ModelWarningSchema), metadata={
+        "description": "what the other fields do not say; empty when nothing needs attention"})
     metrics = fields.Dict(allow_none=True)

@@ -150,10 +150,42 @@ def _pool_entry(q, question_type):
             "score": None if q.get("score") is None or not np.isfinite(q["score"]) else float(q["score"])}
 
 
+def model_warnings(est):
+    """What a client should know about a session's model that its fields do not say.
+
+    Parameters
+    ----------
+    est : URASC or ActiveDCRC
+        The session's fitted estimator.
+
+    Returns
+    -------
+    warnings : list of dict
+        ``{"code": str, "detail": str}`` each; empty when there is nothing to
+        report. ``n_clusters_grew``: the session was given ``n_clusters`` and
+        the model has more clusters, because answers founded more certain sets
+        than that (every pair of sets answered "different"); the URASC spec
+        (urasc.md, U14 and edge case 11) grows K then, and asks that it be
+        reported. Only wrong "no" answers do this; ``k_growth="verify"`` (the
+        ``noisy_answers`` preset) keeps a given ``n_clusters`` fixed instead.
+    """
+    out = []
+    given = getattr(est, "n_clusters", None)
+    if isinstance(est, URASC) and given is not None and int(est.n_clusters_) > int(given):
+        out.append({"code": "n_clusters_grew", "detail": (
+            f"n_clusters was given as {int(given)}, but the answers founded {len(est.certain_sets_)} certain "
+            f"sets that were each answered 'different' from the others, so the model has "
+            f"{int(est.n_clusters_)} clusters (URASC grows K to the number of certain sets). Some 'no' "
+            "answers are likely wrong: review the certain sets, or use the noisy_answers preset "
+            "(k_growth 'verify'), which keeps a given n_clusters fixed.")})
+    return out
+
+
 def _model(sid, revision, est, labels, labels_true, closed, workers):
     model = {"session_id": sid, "observed_revision": revision, "labels": labels.tolist(),
              "n_clusters": int(est.n_clusters_), "n_questions_used": int(est.n_questions_),
              "contradicted_answers": contradicted_answers(labels, closed), "workers": workers,
+             "warnings": model_warnings(est),
              "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
     if isinstance(est, URASC):
         # The answered pairs and the sets, not URASC's derived must_link_ / cannot_link_: those hold

@@ -1,6 +1,7 @@
 """Session model outputs computed on the worker (no Redis needed)."""
 
 import numpy as np
+import pytest
 
 from workers.session_tasks import contradicted_answers, question_id
 
@@ -93,3 +94,36 @@ def test_the_model_lists_the_answered_pairs_and_the_certain_sets(client, store, 
     assert model["certain_sets"] == state["certain_sets"] and len(model["certain_sets"]) == model["n_certain_sets"]
     members = [v for s in model["certain_sets"] for v in s]
     assert len(members) == len(set(members)) and all(len(set(y[s])) == 1 for s in model["certain_sets"])
+
+
+def _answer_all(est, truth, rounds=30):
+    for _ in range(rounds):
+        qs = est.suggest_queries(5)
+        if not qs:
+            break
+        est.tell([(q["i"], q["j"], truth(q["i"], q["j"])) for q in qs])
+    est.update()
+    return est
+
+
+@pytest.mark.parametrize("k_growth", ["sets", "verify"])
+def test_a_given_n_clusters_that_grew_is_reported_in_the_model(k_growth):
+    """Every answer 'no' founds a certain set per sample asked: the paper's rule (U14) then grows a
+    given K and the model says so; 'verify' keeps K and has nothing to report."""
+    from clustering import URASC
+    from workers.session_tasks import _model, model_warnings
+
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    est = _answer_all(URASC(n_clusters=2, budget=12, k_growth=k_growth, random_state=0).fit(X),
+                      lambda i, j: False)
+    model = _model("s", 1, est, np.asarray(est.labels_), None, [], [])
+    if k_growth == "sets":
+        assert est.n_clusters_ > 2 and model["n_clusters"] == est.n_clusters_
+        assert [w["code"] for w in model["warnings"]] == ["n_clusters_grew"]
+        assert f"has {est.n_clusters_} clusters" in model["warnings"][0]["detail"]
+    else:
+        assert est.n_clusters_ == 2 and model["warnings"] == []
+    # n_clusters unknown: growing is what the client asked for
+    free = _answer_all(URASC(budget=12, k_growth=k_growth, random_state=0).fit(X), lambda i, j: False)
+    assert model_warnings(free) == []
+    assert free.n_clusters_ > 2 or k_growth == "verify"  # verify asks again before founding a set
