@@ -7,6 +7,7 @@ the session on the same ``X``, optionally reusing the base graph of an earlier
 estimator. ``_initialize`` sets up a fresh session for ``fit`` and ``from_state``.
 """
 
+import copy
 import numbers
 
 import numpy as np
@@ -64,9 +65,9 @@ class SessionStateMixin:
             "check_pairs": sorted([int(i), int(j)] for i, j in self._check_pairs),
             "stale": bool(self._stale),
             "clustered_at": int(self._clustered_at),
-            "query_log": self._log,
+            "query_log": copy.deepcopy(self._log),  # a snapshot: later answers must not change it
             "log_index": [[int(x), int(v)] for x, v in self._log_index.items()],
-            "rejected": self._rejected,
+            "rejected": copy.deepcopy(self._rejected),
             "counters": dict(self._counters),
             "labels": None if getattr(self, "labels_", None) is None else [int(v) for v in self.labels_],
         }
@@ -139,9 +140,9 @@ class SessionStateMixin:
             est._record(int(i), int(j), int(a))
         est._pending = {int(x): [(int(l), int(r)) for l, r in q] for x, q in state["pending"]}
         est._check_pairs = {(int(i), int(j)) for i, j in state.get("check_pairs", [])}
-        est._log = list(state["query_log"])
+        est._log = copy.deepcopy(list(state["query_log"]))
         est._log_index = {int(x): int(v) for x, v in state["log_index"]}
-        est._rejected = list(state["rejected"])
+        est._rejected = copy.deepcopy(list(state["rejected"]))
         est._counters = dict(state["counters"])
         if defer_recluster and state.get("labels") is not None:
             # the labels the saved estimator had (also when answers arrived after them)

@@ -130,6 +130,24 @@ def test_state_round_trip_gives_identical_next_suggestions():
         np.testing.assert_array_equal(est.labels_, clone.labels_)
 
 
+def test_a_saved_state_is_a_snapshot_neither_session_changes():
+    """get_state's output and the state from_state was given stay as they were while either
+    session goes on (the query log's entries were shared lists and grew with later answers)."""
+    X, y = _blobs(60, 3, seed=6)
+    oracle = _oracle(y, noise=0.2, seed=3)
+    est = URASC(budget=40, random_state=2, k_growth="verify").fit(X)
+    for _ in range(4):
+        est.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in est.suggest_queries(3)])
+    state = est.get_state()
+    saved = json.dumps(state)
+    clone = URASC.from_state(X, state)
+    for s in (est, clone):
+        for _ in range(4):
+            s.tell([(q["i"], q["j"], oracle(q["i"], q["j"])) for q in s.suggest_queries(3)])
+    assert len(est.query_log_) > len(json.loads(saved)["query_log"])
+    assert json.dumps(state) == saved
+
+
 def test_ask_tell_matches_fit_and_is_deterministic():
     X, y = _blobs(50, 3, seed=7)
     a = URASC(budget=30, random_state=4).fit(X, oracle=_oracle(y, 0.1, seed=1))
