@@ -159,8 +159,7 @@ def create_job(body):
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
                      on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
-                     n_constraints=counts, conflicts=conflicts)
-    rec["n_conflicts"] = n_conflicts
+                     n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts)
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
     return job_view(rec), 202, headers
 

@@ -140,11 +140,14 @@ class Store(DatasetStoreMixin):
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
-                   kind="fit", parent_job_id=None, preset=None, model=None):
+                   n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
-        contradictions found at submission (kept, reported in the result).
+        contradictions found at submission (kept, reported in the result) and
+        ``n_conflicts`` how many there are (``conflicts`` lists at most 100 of
+        them, see :func:`clustering.validation.find_pairwise_conflicts`; None:
+        as many as listed).
         ``model`` (bytes, a predict job's copy of its parent's fitted model,
         :meth:`get_model_bytes`) is stored with the record, so the predict job
         runs on the model as it was when requested even if the parent job is
@@ -169,7 +172,7 @@ class Store(DatasetStoreMixin):
             "parent_job_id": parent_job_id,
             "callback_url": callback_url,
             "n_constraints": n_constraints or {},
-            "n_conflicts": len(conflicts or []),
+            "n_conflicts": len(conflicts or []) if n_conflicts is None else int(n_conflicts),
             "progress": {"fraction": 0.0, "stage": "queued", "message": None},
             "attempts": 0,
             "created_at": utcnow_iso(now),
