@@ -93,6 +93,17 @@ def test_cop_kmeans_fails_with_the_conflict_list(live, blobs):
     assert job["error"]["conflicts"][0]["cannot_link"] == [2, 0]
 
 
+def test_cluster_sizes_count_every_cluster_also_the_empty_ones(live):
+    # Three distinct points five times each: COP-KMeans asked for four clusters fills three.
+    X = np.repeat([[0.0, 0.0], [5.0, 5.0], [-5.0, 5.0]], 5, axis=0)
+    did = upload(live, X)
+    job = wait_done(live, submit(live, dataset_id=did, method="cop_kmeans", n_clusters=4).json()["id"])
+    assert job["state"] == "SUCCEEDED", job["error"]
+    res = requests.get(live + job["result_url"], timeout=30).json()
+    assert res["n_clusters"] == 4 and len(set(res["labels"])) == 3
+    assert res["cluster_sizes"] == np.bincount(res["labels"], minlength=4).tolist()
+
+
 def test_zscore_scaling_does_not_change_the_stored_dataset(live, blobs):
     did, X, y = blobs
     before = requests.get(f"{live}/v1/datasets/{did}", timeout=30).json()["checksum"]
