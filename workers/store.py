@@ -424,16 +424,27 @@ class Store(DatasetStoreMixin):
         return outcome
 
     def request_cancel(self, jid):
-        """Best-effort, idempotent cancellation. Returns the record or None."""
+        """Best-effort, idempotent cancellation.
+
+        A QUEUED job is CANCELLED at once; a RUNNING one gets the flag its
+        worker checks (:meth:`cancel_requested`) and ends when the worker sees it.
+
+        Returns
+        -------
+        record : dict or None
+            The job after the request; None when it is unknown or expired.
+        ended : bool
+            True when this call ended the job (it was QUEUED): the worker
+            will never run it, so the caller sends its ``job.cancelled`` event.
+        """
         rec = self._read(jid)
         if rec is None:
-            return None
+            return None, False
         if rec["state"] in TERMINAL:
-            return rec
+            return rec, False
         self.r.set(f"{PREFIX}job:{jid}:cancel", b"1", ex=self.settings.job_ttl)
-        if rec["state"] == "QUEUED":
-            self.finish_job(jid, "CANCELLED")
-        return self._read(jid)
+        ended = rec["state"] == "QUEUED" and self.finish_job(jid, "CANCELLED") is not None
+        return self._read(jid), ended
 
     def cancel_requested(self, jid):
         return bool(self.r.exists(f"{PREFIX}job:{jid}:cancel"))
