@@ -46,4 +46,6 @@ class ResultSchema(Schema):
     timings = fields.Dict(keys=fields.String(), values=fields.Float())
     diagnostics = fields.Dict()
     extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta, "
-                                             "dropped_constraints, rca_features)"})
+                                             "dropped_constraints, rca_features; ReCon's conflict, dropped_triplets "
+                                             "and cut_violations as {triplets: [i], relative: [j], hierarchy: "
+                                             "[[a, b, c]]}, indices into the request's lists)"})

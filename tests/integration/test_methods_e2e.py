@@ -129,7 +129,34 @@ def test_recon_infeasible_triplets_kept_or_rejected(live, blobs):
     job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
                                  constraints={"relative": rel}).json()["id"])
     res = _result(live, job)
-    assert res["extras"]["feasible"] is False and len(res["extras"]["dropped_triplets"]) >= 1
+    assert res["extras"]["feasible"] is False and len(res["extras"]["dropped_triplets"]["relative"]) == 1
+
+
+def test_recon_reports_dropped_and_violated_constraints_in_the_clients_lists(live, blobs):
+    """fit gets triplets, relative and the hierarchy's ab|c rows as one array: the result must not
+    report rows of it (relative[0] came back as dropped row 2, a hierarchy row as an index past both lists)."""
+    did, X, y = blobs
+    c = {"triplets": [[3, 4, 5, "dont_know"], [0, 1, 2, "yes"]], "relative": [[0, 2, 1]]}
+    res = _result(live, wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
+                                                  constraints=c).json()["id"]))
+    extras = res["extras"]
+    assert extras["feasible"] is False
+    assert extras["conflict"] == {"triplets": [1], "relative": [0], "hierarchy": []}
+    assert res["diagnostics"]["conflicting_triplets"] == extras["conflict"]
+    assert res["diagnostics"]["dropped_triplets"] == extras["dropped_triplets"]
+    dropped = extras["dropped_triplets"]
+    assert len(dropped["triplets"]) + len(dropped["relative"]) == 1 and dropped["hierarchy"] == []
+    # A caterpillar over five of ten random rows: its two outermost leaves are outlier branches of the cut,
+    # re-attached to the nearest clusters, which breaks two of the hierarchy's ab|c.
+    small = upload(live, np.random.default_rng(0).normal(size=(10, 2)))
+    res = _result(live, wait_done(live, submit(live, dataset_id=small, method="recon", n_clusters=3,
+                                                  constraints={"hierarchy": [0, [1, [2, [3, 4]]]]}).json()["id"]))
+    viol = res["extras"]["cut_violations"]
+    assert viol["triplets"] == [] and viol["relative"] == [] and len(viol["hierarchy"]) == 2
+    lab = res["labels"]
+    for a, b, c in viol["hierarchy"]:  # each an ab|c of the hierarchy that the labels break
+        assert {a, b, c} <= set(range(5)) and lab[a] != lab[b] and lab[c] in (lab[a], lab[b])
+    assert res["extras"]["dropped_triplets"] == {"triplets": [], "relative": [], "hierarchy": []}
 
 
 def test_recon_from_a_client_hierarchy(live, blobs):
