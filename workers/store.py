@@ -140,7 +140,7 @@ class Store(DatasetStoreMixin):
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
-                   n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None):
+                   n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None, n_features=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
@@ -151,7 +151,9 @@ class Store(DatasetStoreMixin):
         ``model`` (bytes, a predict job's copy of its parent's fitted model,
         :meth:`get_model_bytes`) is stored with the record, so the predict job
         runs on the model as it was when requested even if the parent job is
-        deleted before it runs.
+        deleted before it runs. ``n_features`` (the dataset's columns) stays
+        with the record, so that rows to predict can be checked against the
+        model after the dataset is deleted.
         Raises :class:`DatasetGone` when the dataset no longer exists (the
         record is written in :meth:`on_dataset`'s transaction).
         """
@@ -161,6 +163,7 @@ class Store(DatasetStoreMixin):
             "id": jid,
             "state": "QUEUED",
             "dataset_id": dataset_id,
+            "n_features": None if n_features is None else int(n_features),
             "method": method,
             "n_clusters": int(n_clusters),
             "params": params,

@@ -106,6 +106,22 @@ def test_dcrc_fits_triplets_and_predicts_new_rows(live, blobs):
     assert requests.get(f"{live}/v1/datasets/{did}", timeout=30).status_code == 200
 
 
+def test_a_fitted_model_predicts_after_its_dataset_is_deleted(live, blobs):
+    """Predict needs the model and the new rows, not the training rows: deleting the dataset (allowed once
+    its jobs are done) must not turn predict into a 404 about a dataset the request never named."""
+    _, X, y = blobs
+    did = upload(live, X, y)
+    job = wait_done(live, submit(live, dataset_id=did, method="dcrc", n_clusters=3, scale="zscore",
+                                 constraints={"triplets": _triplets(y, 60, np.random.default_rng(2))}).json()["id"])
+    labels = _result(live, job)["labels"]
+    assert requests.delete(f"{live}/v1/datasets/{did}", timeout=30).status_code == 204
+    r = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": X[:5].tolist()}, timeout=30)
+    assert r.status_code == 202, r.text
+    assert _result(live, wait_done(live, r.json()["id"]))["labels"] == labels[:5]
+    bad = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": [[1.0, 2.0, 3.0]]}, timeout=30)
+    assert bad.status_code == 422 and "/data" in bad.json()["errors"]
+
+
 def test_recon_returns_a_hierarchy_that_satisfies_the_triplets(live, blobs):
     did, X, y = blobs
     rel = [t[:3] if t[3] == "yes" else [t[0], t[2], t[1]] for t in _triplets(y, 40, np.random.default_rng(1))]
