@@ -32,7 +32,8 @@ class ResultSchema(Schema):
     labels = fields.List(fields.Integer(), metadata={"description": "cluster of each row, in row order"})
     item_ids = fields.List(fields.String(), allow_none=True)
     n_clusters = fields.Integer()
-    cluster_sizes = fields.List(fields.Integer())
+    cluster_sizes = fields.List(fields.Integer(), metadata={"description": "rows in each cluster 0 .. n_clusters - 1, "
+                                                                         "0 for a cluster no row went to"})
     constraint_satisfaction = fields.Float(allow_none=True,
                                            metadata={"description": "fraction of given pairwise constraints honoured"})
     violated_constraints = fields.Nested(
@@ -45,4 +46,6 @@ class ResultSchema(Schema):
     timings = fields.Dict(keys=fields.String(), values=fields.Float())
     diagnostics = fields.Dict()
     extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta, "
-                                             "dropped_constraints, rca_features)"})
+                                             "dropped_constraints, rca_features; ReCon's conflict, dropped_triplets "
+                                             "and cut_violations as {triplets: [i], relative: [j], hierarchy: "
+                                             "[[a, b, c]]}, indices into the request's lists)"})

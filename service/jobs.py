@@ -20,7 +20,7 @@ from schemas.jobs import (
 from schemas.methods import METHODS
 from schemas.results import ResultSchema
 from workers.store import load_affinity
-from workers.submit import submit_job
+from workers.submit import cancel_job as cancel, submit_job
 
 from . import get_store
 from .callbacks import check_callback_url
@@ -159,8 +159,8 @@ def create_job(body):
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
                      on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
-                     n_constraints=counts, conflicts=conflicts)
-    rec["n_conflicts"] = n_conflicts
+                     n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
+                     n_features=meta["n_features"])
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
     return job_view(rec), 202, headers
 
@@ -252,20 +252,23 @@ def predict(body, job_id):
     """Assign new rows with a fitted inductive model (DCRC); runs as a job on a worker.
 
     The predict job keeps a copy of the model taken now: deleting the fitted
-    job afterwards does not affect it.
+    job afterwards does not affect it. The fitted job's dataset is not needed:
+    a model predicts after its dataset was deleted.
     """
     store = get_store()
     parent = _result_or_error(store, job_id)
     if "predict" not in METHODS.get(parent["method"], {}).get("outputs", ()):
         raise ApiError(422, "predict_not_supported", f"method {parent['method']!r} cannot assign new rows; "
                        "methods with 'predict' in their outputs can (see GET /v1/methods)")
-    meta = dataset_or_404(store, parent["dataset_id"])
+    # The fitted job keeps its dataset's width: the dataset itself may be deleted by now (jobs made
+    # before it did not keep it and read the dataset).
+    d = parent.get("n_features") or dataset_or_404(store, parent["dataset_id"])["n_features"]
     X = body["data"]
     check_size(X, min_rows=1)
     check_data_values(X)
-    if X.shape[1] != meta["n_features"]:
-        raise ApiError(422, "invalid_input", f"data has {X.shape[1]} columns, the model was fitted on "
-                       f"{meta['n_features']}", errors={"/data": [f"rows must have {meta['n_features']} values"]})
+    if X.shape[1] != d:
+        raise ApiError(422, "invalid_input", f"data has {X.shape[1]} columns, the model was fitted on {d}",
+                       errors={"/data": [f"rows must have {d} values"]})
     ids = body.get("item_ids")
     if ids is not None and len(ids) != X.shape[0]:
         raise ApiError(422, "invalid_input", f"item_ids has {len(ids)} values for {X.shape[0]} rows",
@@ -276,7 +279,8 @@ def predict(body, job_id):
     rows = store.put_dataset(X, name=f"predict:{job_id}", item_ids=ids)
     rec = submit_job(store, dataset_id=rows["id"], method=parent["method"], n_clusters=parent["n_clusters"],
                      params=parent["params"], constraints={}, random_state=parent["random_state"],
-                     scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id, model=model)
+                     scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id, model=model,
+                     n_features=X.shape[1])
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
     return job_view(rec), 202, headers
 
@@ -305,8 +309,12 @@ def delete_job(job_id):
 @blp.response(202, JobSchema)
 @problem_docs(blp, (404, "Unknown or expired job"))
 def cancel_job(job_id):
-    """Best-effort, idempotent cancellation."""
-    rec = get_store().request_cancel(job_id)
+    """Best-effort, idempotent cancellation.
+
+    A QUEUED job is CANCELLED at once (and its ``callback_url`` gets the
+    ``job.cancelled`` event); a RUNNING one ends when its worker next checks.
+    """
+    rec = cancel(get_store(), job_id)
     if rec is None:
         raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
     return job_view(rec), 202

@@ -35,6 +35,9 @@ class MethodSpec:
     factor_attr : str or None
         Attribute ``E`` (n, m) with ``matrix = E E^T``, used when the
         ``matrix_attr`` was not materialised (CCSKL above 5000 rows).
+    triplet_row_diagnostics : tuple of str
+        Keys of ``diagnostics_`` holding rows of the fitted triplet array,
+        reported as the client's constraints (:func:`triplet_positions`).
     """
 
     estimator: str
@@ -44,6 +47,7 @@ class MethodSpec:
     model_attrs: tuple = ()
     conflict_params: dict = field(default_factory=dict)
     factor_attr: str = None
+    triplet_row_diagnostics: tuple = ()
 
     def load_class(self):
         mod, cls = self.estimator.split(":")
@@ -89,6 +93,55 @@ def positions_by_kind(mask, constraints):
     n_ml = _n_must_link(constraints)
     idx = np.flatnonzero(mask)
     return {"must_link": idx[idx < n_ml].tolist(), "cannot_link": (idx[idx >= n_ml] - n_ml).tolist()}
+
+
+def _hierarchy_triplets(constraints):
+    """The ab|c rows a job's ``hierarchy`` gives, (m, 3) int64 (none without one)."""
+    if (constraints or {}).get("hierarchy") is None:
+        return np.empty((0, 3), dtype=np.int64)
+    from clustering._relative import hierarchy_triplets
+
+    return np.asarray(hierarchy_triplets(constraints["hierarchy"]), dtype=np.int64).reshape(-1, 3)
+
+
+def triplet_positions(rows, constraints):
+    """Rows of :func:`fit_kwargs`' ``triplets`` as the client's constraints.
+
+    ``fit`` gets the ``triplets`` list, then ``relative``, then the ab|c rows
+    the ``hierarchy`` implies, as one array; an estimator reports rows of it.
+
+    Parameters
+    ----------
+    rows : array-like of int
+        Row indices into that array.
+    constraints : dict or None
+        The job's constraints.
+
+    Returns
+    -------
+    dict
+        ``{"triplets": [i, ...], "relative": [j, ...], "hierarchy": [[a, b, c], ...]}``:
+        indices into the client's ``triplets`` and ``relative`` lists, and the
+        ab|c constraints of the hierarchy (which has no list to index), each
+        in the order of ``rows``.
+    """
+    c = constraints or {}
+    n_t, n_r = len(c.get("triplets") or []), len(c.get("relative") or [])
+    rows = np.asarray(rows, dtype=np.int64).ravel()
+    derived = _hierarchy_triplets(c) if (rows >= n_t + n_r).any() else None
+    return {"triplets": rows[rows < n_t].tolist(),
+            "relative": (rows[(rows >= n_t) & (rows < n_t + n_r)] - n_t).tolist(),
+            "hierarchy": [] if derived is None else derived[rows[rows >= n_t + n_r] - n_t - n_r].tolist()}
+
+
+def _triplet_rows(attr):
+    """A ReCon attribute holding rows of the fitted triplets, as :func:`triplet_positions` (None stays None)."""
+
+    def extract(estimator, constraints):
+        rows = getattr(estimator, attr, None)
+        return None if rows is None else triplet_positions(rows, constraints)
+
+    return extract
 
 
 def _dropped_constraints(estimator, constraints):
@@ -141,9 +194,10 @@ METHODS = {
     }, model_attrs=("coef_", "intercept_", "mean_", "scale_", "n_clusters_")),
     "recon": MethodSpec("clustering._recon:ReCon", ("triplets",), None, {
         "children": "children_", "distances": "distances_", "linkage_matrix": "linkage_",
-        "newick": _newick, "outliers": "outliers_", "feasible": "feasible_", "conflict": "conflict_",
-        "dropped_triplets": "dropped_",
-    }, conflict_params={"keep": {"on_inconsistent": "repair"}}),
+        "newick": _newick, "outliers": "outliers_", "feasible": "feasible_", "conflict": _triplet_rows("conflict_"),
+        "dropped_triplets": _triplet_rows("dropped_"), "cut_violations": _triplet_rows("cut_violations_"),
+    }, conflict_params={"keep": {"on_inconsistent": "repair"}},
+        triplet_row_diagnostics=("conflicting_triplets", "dropped_triplets", "cut_violations")),
 }
 
 
@@ -193,16 +247,13 @@ def fit_kwargs(method, constraints):
     if "pairwise" in spec.inputs:
         kw["pairs"], kw["pair_kind"], kw["pair_weight"] = pairwise_arrays(c)
     if "triplets" in spec.inputs:
-        relative = [list(t) for t in c.get("relative") or []]
-        if c.get("hierarchy") is not None:
-            from clustering._relative import hierarchy_triplets
-
-            relative += np.asarray(hierarchy_triplets(c["hierarchy"]), dtype=np.int64).reshape(-1, 3).tolist()
-        trip = [t[:3] for t in c.get("triplets") or []] + relative
-        ans = [ANSWER[t[3]] for t in c.get("triplets") or []] + [1] * len(relative)
+        trip = [t[:3] for t in c.get("triplets") or []] + [list(t) for t in c.get("relative") or []]
+        trip += _hierarchy_triplets(c).tolist()
+        ans = [ANSWER[t[3]] for t in c.get("triplets") or []] + [1] * (len(trip) - len(c.get("triplets") or []))
         kw["triplets"] = np.asarray(trip, dtype=np.int64).reshape(-1, 3)
         kw["triplet_answer"] = np.asarray(ans, dtype=np.int8)
     return kw
+
 
 
 def _jsonable(value):
@@ -221,6 +272,16 @@ def extras(method, estimator, constraints=None):
     for key, how in METHODS[method].extras.items():
         value = how(estimator, constraints) if callable(how) else getattr(estimator, how, None)
         out[key] = _jsonable(value)
+    return out
+
+
+def diagnostics(method, estimator, constraints=None):
+    """The estimator's ``diagnostics_`` for ``result["diagnostics"]`` (without ``conflicts``),
+    with rows of the fitted triplets as the client's constraints (:func:`triplet_positions`)."""
+    out = {k: v for k, v in (getattr(estimator, "diagnostics_", None) or {}).items() if k != "conflicts"}
+    for key in METHODS[method].triplet_row_diagnostics:
+        if out.get(key) is not None:
+            out[key] = triplet_positions(out[key], constraints)
     return out
 
 

@@ -140,15 +140,20 @@ class Store(DatasetStoreMixin):
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
-                   kind="fit", parent_job_id=None, preset=None, model=None):
+                   n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None, n_features=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
-        contradictions found at submission (kept, reported in the result).
+        contradictions found at submission (kept, reported in the result) and
+        ``n_conflicts`` how many there are (``conflicts`` lists at most 100 of
+        them, see :func:`clustering.validation.find_pairwise_conflicts`; None:
+        as many as listed).
         ``model`` (bytes, a predict job's copy of its parent's fitted model,
         :meth:`get_model_bytes`) is stored with the record, so the predict job
         runs on the model as it was when requested even if the parent job is
-        deleted before it runs.
+        deleted before it runs. ``n_features`` (the dataset's columns) stays
+        with the record, so that rows to predict can be checked against the
+        model after the dataset is deleted.
         Raises :class:`DatasetGone` when the dataset no longer exists (the
         record is written in :meth:`on_dataset`'s transaction).
         """
@@ -158,6 +163,7 @@ class Store(DatasetStoreMixin):
             "id": jid,
             "state": "QUEUED",
             "dataset_id": dataset_id,
+            "n_features": None if n_features is None else int(n_features),
             "method": method,
             "n_clusters": int(n_clusters),
             "params": params,
@@ -169,7 +175,7 @@ class Store(DatasetStoreMixin):
             "parent_job_id": parent_job_id,
             "callback_url": callback_url,
             "n_constraints": n_constraints or {},
-            "n_conflicts": len(conflicts or []),
+            "n_conflicts": len(conflicts or []) if n_conflicts is None else int(n_conflicts),
             "progress": {"fraction": 0.0, "stage": "queued", "message": None},
             "attempts": 0,
             "created_at": utcnow_iso(now),
@@ -421,16 +427,27 @@ class Store(DatasetStoreMixin):
         return outcome
 
     def request_cancel(self, jid):
-        """Best-effort, idempotent cancellation. Returns the record or None."""
+        """Best-effort, idempotent cancellation.
+
+        A QUEUED job is CANCELLED at once; a RUNNING one gets the flag its
+        worker checks (:meth:`cancel_requested`) and ends when the worker sees it.
+
+        Returns
+        -------
+        record : dict or None
+            The job after the request; None when it is unknown or expired.
+        ended : bool
+            True when this call ended the job (it was QUEUED): the worker
+            will never run it, so the caller sends its ``job.cancelled`` event.
+        """
         rec = self._read(jid)
         if rec is None:
-            return None
+            return None, False
         if rec["state"] in TERMINAL:
-            return rec
+            return rec, False
         self.r.set(f"{PREFIX}job:{jid}:cancel", b"1", ex=self.settings.job_ttl)
-        if rec["state"] == "QUEUED":
-            self.finish_job(jid, "CANCELLED")
-        return self._read(jid)
+        ended = rec["state"] == "QUEUED" and self.finish_job(jid, "CANCELLED") is not None
+        return self._read(jid), ended
 
     def cancel_requested(self, jid):
         return bool(self.r.exists(f"{PREFIX}job:{jid}:cancel"))

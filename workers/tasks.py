@@ -171,21 +171,22 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
         for c in conflicts:
             c["cannot_link_item_ids"] = [item_ids[i] for i in c["cannot_link"]]
             c["must_link_chain_item_ids"] = [item_ids[i] for i in c["must_link_chain"]]
-    diagnostics = getattr(estimator, "diagnostics_", {}) or {}
+    n_clusters = int(getattr(estimator, "n_clusters_", len(np.unique(labels))))
     result = {
         "job_id": job["id"],
         "method": method,
         "labels": labels.tolist(),
         "item_ids": item_ids,
-        "n_clusters": int(getattr(estimator, "n_clusters_", len(np.unique(labels)))),
-        "cluster_sizes": np.bincount(labels).tolist(),
+        "n_clusters": n_clusters,
+        # one count per cluster, 0 for an empty one (k-means on fewer distinct rows than K leaves some)
+        "cluster_sizes": np.bincount(labels, minlength=n_clusters).tolist(),
         "constraint_satisfaction": sat,
         "violated_constraints": violated,
         "conflicts": conflicts,
         "n_conflicts": job.get("n_conflicts", len(conflicts)),
         "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None,
         "timings": {"fit_seconds": fit_seconds, "queued_seconds": queued_seconds},
-        "diagnostics": {k: v for k, v in diagnostics.items() if k != "conflicts"},
+        "diagnostics": registry.diagnostics(method, estimator, constraints),
         "extras": registry.extras(method, estimator, constraints),
     }
     return result

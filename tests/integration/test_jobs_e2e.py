@@ -93,6 +93,17 @@ def test_cop_kmeans_fails_with_the_conflict_list(live, blobs):
     assert job["error"]["conflicts"][0]["cannot_link"] == [2, 0]
 
 
+def test_cluster_sizes_count_every_cluster_also_the_empty_ones(live):
+    # Three distinct points five times each: COP-KMeans asked for four clusters fills three.
+    X = np.repeat([[0.0, 0.0], [5.0, 5.0], [-5.0, 5.0]], 5, axis=0)
+    did = upload(live, X)
+    job = wait_done(live, submit(live, dataset_id=did, method="cop_kmeans", n_clusters=4).json()["id"])
+    assert job["state"] == "SUCCEEDED", job["error"]
+    res = requests.get(live + job["result_url"], timeout=30).json()
+    assert res["n_clusters"] == 4 and len(set(res["labels"])) == 3
+    assert res["cluster_sizes"] == np.bincount(res["labels"], minlength=4).tolist()
+
+
 def test_zscore_scaling_does_not_change_the_stored_dataset(live, blobs):
     did, X, y = blobs
     before = requests.get(f"{live}/v1/datasets/{did}", timeout=30).json()["checksum"]
@@ -151,6 +162,24 @@ def test_callback_is_signed_standard_webhook(live, blobs):
         assert json.loads(body)["state"] == "SUCCEEDED" and json.loads(body)["type"] == "job.succeeded"
         assert signature_ok(headers, body)
 
+
+
+def test_a_job_cancelled_while_queued_sends_its_job_cancelled_event(live, blobs):
+    did, X, y = blobs
+    # The worker runs one task at a time: a long COP-RF keeps the second job QUEUED until it is cancelled.
+    blocker = submit(live, dataset_id=did, method="cop_rf", n_clusters=3, constraints=_constraints(y, 20, 2),
+                     params={"n_estimators": 5000, "filter_repeats": 5000}).json()["id"]
+    with WebhookReceiver() as hook:
+        jid = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=hook.url).json()["id"]
+        r = requests.post(f"{live}/v1/jobs/{jid}/cancel", timeout=30)
+        assert r.status_code == 202 and r.json()["state"] == "CANCELLED"
+        requests.post(f"{live}/v1/jobs/{blocker}/cancel", timeout=30)
+        headers, body = hook.wait(lambda e: e.get("job_id") == jid, timeout=60)
+        assert json.loads(body)["type"] == "job.cancelled" and json.loads(body)["state"] == "CANCELLED"
+        assert signature_ok(headers, body)
+        time.sleep(1)  # the queued run_job message still reaches the worker: it must not send a second event
+        assert [json.loads(b)["job_id"] for _, b in hook.received].count(jid) == 1
+    assert wait_done(live, blocker)["state"] == "CANCELLED"
 
 
 def test_a_refused_callback_is_retried_under_the_same_webhook_id(live, blobs):

@@ -106,6 +106,22 @@ def test_dcrc_fits_triplets_and_predicts_new_rows(live, blobs):
     assert requests.get(f"{live}/v1/datasets/{did}", timeout=30).status_code == 200
 
 
+def test_a_fitted_model_predicts_after_its_dataset_is_deleted(live, blobs):
+    """Predict needs the model and the new rows, not the training rows: deleting the dataset (allowed once
+    its jobs are done) must not turn predict into a 404 about a dataset the request never named."""
+    _, X, y = blobs
+    did = upload(live, X, y)
+    job = wait_done(live, submit(live, dataset_id=did, method="dcrc", n_clusters=3, scale="zscore",
+                                 constraints={"triplets": _triplets(y, 60, np.random.default_rng(2))}).json()["id"])
+    labels = _result(live, job)["labels"]
+    assert requests.delete(f"{live}/v1/datasets/{did}", timeout=30).status_code == 204
+    r = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": X[:5].tolist()}, timeout=30)
+    assert r.status_code == 202, r.text
+    assert _result(live, wait_done(live, r.json()["id"]))["labels"] == labels[:5]
+    bad = requests.post(f"{live}/v1/jobs/{job['id']}/predict", json={"data": [[1.0, 2.0, 3.0]]}, timeout=30)
+    assert bad.status_code == 422 and "/data" in bad.json()["errors"]
+
+
 def test_recon_returns_a_hierarchy_that_satisfies_the_triplets(live, blobs):
     did, X, y = blobs
     rel = [t[:3] if t[3] == "yes" else [t[0], t[2], t[1]] for t in _triplets(y, 40, np.random.default_rng(1))]
@@ -129,7 +145,34 @@ def test_recon_infeasible_triplets_kept_or_rejected(live, blobs):
     job = wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
                                  constraints={"relative": rel}).json()["id"])
     res = _result(live, job)
-    assert res["extras"]["feasible"] is False and len(res["extras"]["dropped_triplets"]) >= 1
+    assert res["extras"]["feasible"] is False and len(res["extras"]["dropped_triplets"]["relative"]) == 1
+
+
+def test_recon_reports_dropped_and_violated_constraints_in_the_clients_lists(live, blobs):
+    """fit gets triplets, relative and the hierarchy's ab|c rows as one array: the result must not
+    report rows of it (relative[0] came back as dropped row 2, a hierarchy row as an index past both lists)."""
+    did, X, y = blobs
+    c = {"triplets": [[3, 4, 5, "dont_know"], [0, 1, 2, "yes"]], "relative": [[0, 2, 1]]}
+    res = _result(live, wait_done(live, submit(live, dataset_id=did, method="recon", n_clusters=3,
+                                                  constraints=c).json()["id"]))
+    extras = res["extras"]
+    assert extras["feasible"] is False
+    assert extras["conflict"] == {"triplets": [1], "relative": [0], "hierarchy": []}
+    assert res["diagnostics"]["conflicting_triplets"] == extras["conflict"]
+    assert res["diagnostics"]["dropped_triplets"] == extras["dropped_triplets"]
+    dropped = extras["dropped_triplets"]
+    assert len(dropped["triplets"]) + len(dropped["relative"]) == 1 and dropped["hierarchy"] == []
+    # A caterpillar over five of ten random rows: its two outermost leaves are outlier branches of the cut,
+    # re-attached to the nearest clusters, which breaks two of the hierarchy's ab|c.
+    small = upload(live, np.random.default_rng(0).normal(size=(10, 2)))
+    res = _result(live, wait_done(live, submit(live, dataset_id=small, method="recon", n_clusters=3,
+                                                  constraints={"hierarchy": [0, [1, [2, [3, 4]]]]}).json()["id"]))
+    viol = res["extras"]["cut_violations"]
+    assert viol["triplets"] == [] and viol["relative"] == [] and len(viol["hierarchy"]) == 2
+    lab = res["labels"]
+    for a, b, c in viol["hierarchy"]:  # each an ab|c of the hierarchy that the labels break
+        assert {a, b, c} <= set(range(5)) and lab[a] != lab[b] and lab[c] in (lab[a], lab[b])
+    assert res["extras"]["dropped_triplets"] == {"triplets": [], "relative": [], "hierarchy": []}
 
 
 def test_recon_from_a_client_hierarchy(live, blobs):

@@ -92,6 +92,17 @@ def test_conflicts_are_kept_by_default_and_rejected_on_request(client, blobs_dat
     assert conflict["must_link_chain_item_ids"] == [f"item-{i}" for i in chain]
 
 
+def test_the_job_keeps_the_count_of_conflicts_beyond_those_it_lists(client, blobs_dataset):
+    # 150 cannot-links inside one must-link chain: every one contradicted, 100 of them listed.
+    did, _, _ = blobs_dataset
+    c = {"must_link": [[i, i + 1] for i in range(59)],
+         "cannot_link": [[i, j] for i in range(10) for j in range(10, 25)]}
+    r = submit(client, did, constraints=c)
+    assert r.status_code == 202 and r.json["n_conflicts"] == 150
+    assert client.get(r.headers["Location"]).json["n_conflicts"] == 150
+    assert client.post("/v1/constraints/check", json={"dataset_id": did, "constraints": c}).json["n_conflicts"] == 150
+
+
 def test_constraint_check_endpoint(client, blobs_dataset):
     did, _, _ = blobs_dataset
     ok = client.post("/v1/constraints/check", json={"dataset_id": did,
