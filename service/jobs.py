@@ -20,7 +20,7 @@ from schemas.jobs import (
 from schemas.methods import METHODS
 from schemas.results import ResultSchema
 from workers.store import load_affinity
-from workers.submit import cancel_job as cancel, submit_job
+from workers.submit import submit_job
 
 from . import get_store
 from .callbacks import check_callback_url
@@ -314,7 +314,7 @@ def cancel_job(job_id):
     A QUEUED job is CANCELLED at once (and its ``callback_url`` gets the
     ``job.cancelled`` event); a RUNNING one ends when its worker next checks.
     """
-    rec = cancel(get_store(), job_id)
+    rec = get_store().request_cancel(job_id)
     if rec is None:
         raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
     return job_view(rec), 202

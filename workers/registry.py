@@ -255,7 +255,6 @@ def fit_kwargs(method, constraints):
     return kw
 
 
-
 def _jsonable(value):
     if value is None:
         return None

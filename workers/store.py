@@ -216,9 +216,9 @@ class Store(DatasetStoreMixin):
         s = self.settings
         if rec["state"] == "RUNNING" and rec.get("started_ts"):
             if time.time() - rec["started_ts"] > s.hard_time_limit + s.visibility_timeout + 60:
-                self.finish_job(jid, "FAILED", error=problem(
+                self.announce_end(self.finish_job(jid, "FAILED", error=problem(
                     "worker_lost", "Worker lost", 500,
-                    "the worker running this job stopped and the job was not redelivered in time"))
+                    "the worker running this job stopped and the job was not redelivered in time")))
                 rec = self._read(jid)
         return rec
 
@@ -359,9 +359,9 @@ class Store(DatasetStoreMixin):
             return None
         attempts = int(rec.get("attempts", 0)) + 1
         if attempts > self.settings.max_attempts:
-            self.finish_job(jid, "FAILED", error=problem(
+            self.announce_end(self.finish_job(jid, "FAILED", error=problem(
                 "attempts_exhausted", "Job failed repeatedly", 500,
-                f"the job's worker was lost {attempts - 1} times (limit {self.settings.max_attempts})"))
+                f"the job's worker was lost {attempts - 1} times (limit {self.settings.max_attempts})")))
             return None
         now = time.time()
         return self._transition(jid, ACTIVE, {
@@ -391,6 +391,29 @@ class Store(DatasetStoreMixin):
                 pipe.expire(k, ttl)
             pipe.execute()
         return rec
+
+    def announce_end(self, rec):
+        """Queue the ``job.<state>`` event of a job no worker will report.
+
+        A worker sends the event of a job it ran; a job cancelled while
+        QUEUED, failed as ``worker_lost`` when read, or failed as
+        ``attempts_exhausted`` when a worker picked it up ends without that,
+        so its ``callback_url`` gets the event through here
+        (``shoal.deliver_webhook``, sent by name). The job's end stands if the
+        broker cannot take the event (logged).
+
+        Parameters
+        ----------
+        rec : dict or None
+            :meth:`finish_job`'s return: the record if that call ended the
+            job, None if it had already ended (nothing to announce then, so
+            each end is announced once).
+        """
+        if rec is None or not rec.get("callback_url"):
+            return
+        from .submit import enqueue_job_event  # submit imports the Celery app; the store does not need it
+
+        enqueue_job_event(self.settings, rec["id"], rec["callback_url"])
 
     def delete_job(self, jid):
         """Delete a finished job: record, spec, result, affinity, model, listing entry.
@@ -427,27 +450,21 @@ class Store(DatasetStoreMixin):
         return outcome
 
     def request_cancel(self, jid):
-        """Best-effort, idempotent cancellation.
+        """Best-effort, idempotent cancellation; returns the record or None.
 
-        A QUEUED job is CANCELLED at once; a RUNNING one gets the flag its
-        worker checks (:meth:`cancel_requested`) and ends when the worker sees it.
-
-        Returns
-        -------
-        record : dict or None
-            The job after the request; None when it is unknown or expired.
-        ended : bool
-            True when this call ended the job (it was QUEUED): the worker
-            will never run it, so the caller sends its ``job.cancelled`` event.
+        A QUEUED job is CANCELLED at once (its ``job.cancelled`` event is
+        queued, :meth:`announce_end`); a RUNNING one gets the flag its worker
+        checks (:meth:`cancel_requested`) and ends when the worker sees it.
         """
         rec = self._read(jid)
         if rec is None:
-            return None, False
+            return None
         if rec["state"] in TERMINAL:
-            return rec, False
+            return rec
         self.r.set(f"{PREFIX}job:{jid}:cancel", b"1", ex=self.settings.job_ttl)
-        ended = rec["state"] == "QUEUED" and self.finish_job(jid, "CANCELLED") is not None
-        return self._read(jid), ended
+        if rec["state"] == "QUEUED":
+            self.announce_end(self.finish_job(jid, "CANCELLED"))
+        return self._read(jid)
 
     def cancel_requested(self, jid):
         return bool(self.r.exists(f"{PREFIX}job:{jid}:cancel"))

@@ -43,22 +43,17 @@ def submit_job(store, **job):
     return rec
 
 
-def cancel_job(store, job_id):
-    """Cancel a job (:meth:`Store.request_cancel`); returns its record or None.
+def enqueue_job_event(settings, job_id, callback_url):
+    """Queue ``shoal.deliver_webhook`` (by name) for a job's ``callback_url``.
 
-    A job cancelled while QUEUED never starts, so no worker sends its
-    ``job.cancelled`` event: it is enqueued here (``shoal.deliver_webhook``,
-    by name) when the job has a ``callback_url``. The job is cancelled even if
-    the broker cannot take the event (logged).
+    Used by :meth:`Store.announce_end` for jobs that end without a worker.
+    A broker failure is logged, not raised: the job's end stands, only its
+    event is lost (polling stays the contract).
     """
-    rec, ended = store.request_cancel(job_id)
-    if ended and rec.get("callback_url"):
-        try:
-            _app(store.settings).send_task("shoal.deliver_webhook", args=[job_id, rec["callback_url"]])
-        except Exception:  # noqa: BLE001 - the cancellation stands; only the event is lost
-            log.warning("job %s: cancelled, but its job.cancelled event could not be enqueued", job_id,
-                        exc_info=True)
-    return rec
+    try:
+        _app(settings).send_task("shoal.deliver_webhook", args=[job_id, callback_url])
+    except Exception:  # noqa: BLE001 - see above
+        log.warning("job %s: ended, but its event could not be enqueued", job_id, exc_info=True)
 
 
 def submit_session_update(session_store, session_id):

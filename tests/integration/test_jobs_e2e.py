@@ -163,7 +163,6 @@ def test_callback_is_signed_standard_webhook(live, blobs):
         assert signature_ok(headers, body)
 
 
-
 def test_a_job_cancelled_while_queued_sends_its_job_cancelled_event(live, blobs):
     did, X, y = blobs
     # The worker runs one task at a time: a long COP-RF keeps the second job QUEUED until it is cancelled.
@@ -180,6 +179,33 @@ def test_a_job_cancelled_while_queued_sends_its_job_cancelled_event(live, blobs)
         time.sleep(1)  # the queued run_job message still reaches the worker: it must not send a second event
         assert [json.loads(b)["job_id"] for _, b in hook.received].count(jid) == 1
     assert wait_done(live, blocker)["state"] == "CANCELLED"
+
+
+def test_jobs_that_end_without_their_worker_send_their_event_once(live, blobs):
+    """attempts_exhausted (found by the worker picking the job up) and worker_lost (found when the
+    record is read) end a job no worker reports: the store queues its job.failed event."""
+    from workers.config import Settings
+    from workers.store import PREFIX, Store
+
+    did, X, y = blobs
+    store = Store.from_settings(Settings.from_env())  # the live stack's Redis: its worker delivers
+    with WebhookReceiver() as hook:
+        def job():
+            return store.create_job(dataset_id=did, method="spectral", n_clusters=3, params={}, constraints={},
+                                    random_state=0, callback_url=hook.url)["id"]
+
+        exhausted, lost = job(), job()  # records only: no run_job message, so only this test starts them
+        store.r.hset(f"{PREFIX}job:{exhausted}", "attempts", json.dumps(store.settings.max_attempts))
+        assert store.start_job(exhausted) is None
+        assert store.start_job(lost)["state"] == "RUNNING"
+        store.r.hset(f"{PREFIX}job:{lost}", "started_ts", json.dumps(time.time() - 10**6))
+        for jid, code in ((exhausted, "attempts_exhausted"), (lost, "worker_lost")):
+            assert store.get_job(jid)["error"]["code"] == code
+            headers, body = hook.wait(lambda e: e.get("job_id") == jid, timeout=60)
+            assert json.loads(body)["type"] == "job.failed" and signature_ok(headers, body)
+        assert store.start_job(exhausted) is None and store.get_job(lost)["state"] == "FAILED"
+        time.sleep(1)  # ended once, announced once
+        assert sorted(json.loads(b)["job_id"] for _, b in hook.received) == sorted([exhausted, lost])
 
 
 def test_a_refused_callback_is_retried_under_the_same_webhook_id(live, blobs):
