@@ -199,7 +199,7 @@ def update_once(store, ss, sid):
     state = ss.load_state(sid)
     ready = ss.pop_ready(sid)
     est = _estimator(rec, X, state, answers_follow=bool(ready))
-    deltas = Counter()
+    deltas, reports, closing = Counter(), [], []
     answers = ss.all_answers(sid, rec)
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
@@ -213,16 +213,15 @@ def update_once(store, ss, sid):
             q.update(status="closed", aggregated=answer, votes=votes, model_outcome=outcome)
             if len(set(votes)) > 1:
                 deltas["disagreements"] += 1
-                ss.add_report(sid, "disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
-                                                     "aggregated": answer})
+                reports.append(("disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
+                                                  "aggregated": answer}))
             if outcome != "accepted":
                 deltas["questions_unused"] += 1
             if outcome == "conflict":  # URASC (pairwise) only: (i, j, answer)
                 deltas["conflicts"] += 1
-                ss.add_report(sid, "conflicts", {"question_id": qid, "items": [i, j],
-                                                 "answer": {True: "must_link", False: "cannot_link"}.get(rest[0]),
-                                                 "reason": "contradicts earlier answers; not used"})
-        ss.close_questions(sid, closing)
+                reports.append(("conflicts", {"question_id": qid, "items": [i, j],
+                                              "answer": {True: "must_link", False: "cannot_link"}.get(rest[0]),
+                                              "reason": "contradicts earlier answers; not used"}))
         deltas["questions_closed"] += len(closing)
         est.update()
     pool_size = int(rec["params"].get("pool_size", 20))
@@ -230,13 +229,14 @@ def update_once(store, ss, sid):
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
     done = est.n_questions_ >= rec["budget"] or not pool
     docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS), final=done)
+    docs.update((q["question_id"], q) for q in closing)
     closed = [q for q in docs.values() if q["status"] == "closed"]
-    ss.save_state(sid, est.get_state())
+    # The commit point: the state with the taken questions' answers, their closed documents and the
+    # counters in one transaction (a pass killed before it is redone from the state before).
+    ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports)
     labels = np.asarray(est.labels_, dtype=np.int64)
     ss.save_model(sid, _model(sid, revision, est, labels, labels_true, closed,
                               worker_reliability(answers, dawid_skene)))
-    if deltas:
-        ss.bump_counters(sid, dict(deltas))
     state = "COMPLETED" if done else "ACTIVE"
     observed = ss.finish_pass(sid, revision, est.n_questions_, state=state, error=None, pass_started_at=None,
                               last_pass_seconds=round(time.time() - started, 3))

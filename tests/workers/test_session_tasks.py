@@ -1,6 +1,7 @@
-"""Session model outputs computed on the worker (no Redis needed)."""
+"""Session passes on the worker: model outputs, the base graph kept, passes killed midway."""
 
 import numpy as np
+import pytest
 
 from workers.session_tasks import contradicted_answers, question_id
 
@@ -93,3 +94,51 @@ def test_the_model_lists_the_answered_pairs_and_the_certain_sets(client, store, 
     assert model["certain_sets"] == state["certain_sets"] and len(model["certain_sets"]) == model["n_certain_sets"]
     members = [v for s in model["certain_sets"] for v in s]
     assert len(members) == len(set(members)) and all(len(set(y[s])) == 1 for s in model["certain_sets"])
+
+
+class _Killed(BaseException):
+    """Stands for the worker process dying mid-pass: nothing after it runs, no handler catches it."""
+
+
+@pytest.mark.parametrize("dies_in", ["tell", "update", "replace_pool", "save_model"])
+def test_a_pass_killed_midway_loses_no_answer_and_counts_none_twice(client, store, blobs_dataset, monkeypatch,
+                                                                    dies_in):
+    """The redelivered pass after a worker was killed mid-pass tells the model every question the
+    killed pass took: they end closed, used and counted once, whatever the point the pass died at."""
+    from clustering._urasc import URASC
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    session_tasks.update_once(store, ss, sid)
+    y = blobs_dataset[2]
+    leased = ss.lease(sid, 5, "w")
+    for q in leased:
+        a, b = q["items"]
+        assert ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                                q["question_id"], 0) == "accepted:ready"
+    owner = SessionStore if dies_in in ("replace_pool", "save_model") else URASC
+    real = getattr(owner, dies_in)
+
+    def die(*args, **kwargs):
+        real(*args, **kwargs)
+        raise _Killed
+
+    monkeypatch.setattr(owner, dies_in, die)
+    with pytest.raises(_Killed):
+        session_tasks.update_once(store, ss, sid)
+    monkeypatch.setattr(owner, dies_in, real)
+    session_tasks.update_once(store, ss, sid)  # the task, redelivered
+    rec = ss.get(sid)
+    qids = sorted(q["question_id"] for q in leased)
+    docs = ss.questions(sid, qids)
+    assert [d["status"] for d in docs] == ["closed"] * 5, docs
+    assert rec["counters"]["questions_closed"] == 5, rec["counters"]
+    assert rec["budget_used"] + rec["counters"]["questions_unused"] == 5, rec
+    assert rec["budget_committed"] == rec["budget_used"]
+    told = {tuple(sorted(p[:2])) for p in ss.load_state(sid)["answers"]}
+    assert {tuple(sorted(d["items"])) for d in docs if d["model_outcome"] == "accepted"} <= told
+    assert rec["observed_revision"] == rec["revision"]
+    assert not store.r.exists(ss._key(sid, ":taken"))
