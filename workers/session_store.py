@@ -15,7 +15,7 @@ Layout (prefix ``shoal:session:{id}``)::
     :ready            list    question ids with enough answers, waiting for the model
     :taken            list    question ids a pass took from :ready and has not committed yet
                               (a pass killed or failed before its commit leaves them to the next)
-    :update           string  "running" while a re-clustering task runs
+    :update           string  the id of the Celery task that runs (or is queued to run) the next pass
     :update_pending   string  set when answers arrive during a run (coalescing)
 
 and ``shoal:sessions``, a sorted set of session ids by creation time (listing).
@@ -32,7 +32,8 @@ from redis.exceptions import WatchError
 from . import stats
 from .config import PREFIX
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
-from .session_scripts import ANSWER_LUA, FINISH_PASS_LUA, LEASE_LUA, TAKE_READY_LUA, UPDATE_LUA, WITHDRAW_LUA
+from .session_scripts import (ANSWER_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_READY_LUA, UPDATE_LUA,
+                              WITHDRAW_LUA)
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -63,6 +64,7 @@ class SessionStore:
         self._finish_script = self.r.register_script(FINISH_PASS_LUA)
         self._withdraw_script = self.r.register_script(WITHDRAW_LUA)
         self._take_ready_script = self.r.register_script(TAKE_READY_LUA)
+        self._slot_script = self.r.register_script(SLOT_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
@@ -607,25 +609,50 @@ class SessionStore:
         return [json.loads(x) for x in self.r.lrange(self._key(sid, f":{kind}"), -limit, -1)]
 
     # ------------------------------------------------------------ coalescing
-    def acquire_update(self, sid):
-        """Take the session's single re-clustering slot; False if it is taken."""
-        return bool(self.r.set(self._key(sid, ":update"), b"running", nx=True, ex=self.settings.hard_time_limit))
+    # The slot (:update) holds the Celery task id of the one task allowed to run the session's next
+    # pass. Each task runs one pass and hands the slot to a task it enqueues when answers came
+    # meanwhile, so no task outlives the time limits however long a crowd keeps answering (one task
+    # looping over its passes hit the soft limit after 3300 s of answers and failed the session). The
+    # slot expires a minute after the hard time limit from the start of its pass (no pass runs
+    # longer), so a task whose worker was lost never holds it for good; a redelivered task keeps its
+    # id and so its slot.
+    def _slot_ttl(self):
+        return self.settings.hard_time_limit + 60
 
-    def request_update(self, sid):
-        """True if the caller must enqueue a re-clustering (none running);
-        otherwise a pending flag makes the running task loop once more, so a
-        session has at most one update running and one pending."""
-        if self.acquire_update(sid):
+    def acquire_update(self, sid, token):
+        """Take the session's single re-clustering slot for task ``token``; False if it is taken."""
+        return bool(self.r.set(self._key(sid, ":update"), token, nx=True, ex=self._slot_ttl()))
+
+    def request_update(self, sid, token):
+        """True if the caller must enqueue a re-clustering as task ``token`` (the slot is now its);
+        otherwise a pending flag makes the task holding the slot enqueue one more pass, so a session
+        has at most one update running and one pending."""
+        if self.acquire_update(sid, token):
             return True
-        self.r.set(self._key(sid, ":update_pending"), b"1", ex=self.settings.hard_time_limit)
+        self.r.set(self._key(sid, ":update_pending"), b"1", ex=self._slot_ttl())
         return False
+
+    def claim_update(self, sid, token):
+        """Start a pass as task ``token``: True (and the slot's expiry restarts) if the slot is its own
+        or free; False if another task holds it (that task runs the pass)."""
+        return bool(self._slot_script(keys=[self._key(sid, ":update")], args=["claim", token, "", self._slot_ttl()]))
+
+    def hand_over_update(self, sid, token, new_token):
+        """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued); False if
+        ``token`` no longer holds it."""
+        return bool(self._slot_script(keys=[self._key(sid, ":update")],
+                                      args=["hand_over", token, new_token, self._slot_ttl()]))
 
     def take_pending(self, sid):
         """Consume the pending flag; True if another pass is needed."""
         return bool(self.r.delete(self._key(sid, ":update_pending")))
 
-    def finish_update(self, sid):
-        self.r.delete(self._key(sid, ":update"))
+    def finish_update(self, sid, token=None):
+        """Free the slot if task ``token`` holds it (None: whoever holds it)."""
+        if token is None:
+            self.r.delete(self._key(sid, ":update"))
+        else:
+            self._slot_script(keys=[self._key(sid, ":update")], args=["release", token, "", self._slot_ttl()])
 
 
 def dataset_in_use(store, did, users=None):

@@ -1,11 +1,13 @@
 """Active-clustering sessions on the worker: aggregate answers, re-cluster, refill the question pool.
 
-One task per session at a time (``SessionStore.request_update`` coalesces
-bursts of answers into one running and one pending pass).
+One pass per session at a time (``SessionStore.request_update`` coalesces
+bursts of answers into one running and one pending pass; each task runs one
+pass and enqueues the next).
 """
 
 import logging
 import time
+import uuid
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -260,35 +262,60 @@ def _notify(sid, url, state, revision):
 
 @app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
 def session_update(self, sid):
-    """Bring a session's model and question pool up to date (coalesced)."""
+    """Bring a session's model and question pool up to date: one pass (coalesced).
+
+    Runs only as the task holding the session's slot (or, the slot having
+    expired, taking it); answers that arrived during the pass are handled by
+    a next task, enqueued here, so each task's time limits bound one pass.
+    """
     store = get_store()
     ss = SessionStore(store)
-    while True:
-        rec = ss.get(sid)
-        if rec is None:
-            ss.finish_update(sid)
-            return
-        failure, started = None, time.monotonic()
-        try:
-            outcome = update_once(store, ss, sid)
-        except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
-            failure = exc
-        if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event
-            ss.delete(sid)
-            return
-        if failure is not None:
-            log.error("session %s update failed", sid, exc_info=failure)
-            ss.update(sid, state="FAILED", pass_started_at=None,
-                      error=problem("session_update_failed", "Re-clustering failed", 500,
-                                    f"{type(failure).__name__}: {failure}"))
-            outcome = ("FAILED", rec["observed_revision"])  # the last good model's
-        ss.count_pass(outcome[0], time.monotonic() - started)
-        _notify(sid, rec.get("callback_url"), *outcome)
-        if ss.take_pending(sid):
-            continue
-        ss.finish_update(sid)
-        # Answers that arrived between the check and the release set the flag
-        # while the slot was still ours: take the slot back and run again.
-        if ss.take_pending(sid) and ss.acquire_update(sid):
-            continue
+    token = self.request.id or uuid.uuid4().hex
+    if not ss.claim_update(sid, token):
+        return  # another task holds the slot: it runs the pass these answers need
+    rec = ss.get(sid)
+    if rec is None:
+        ss.finish_update(sid, token)
         return
+    failure, started = None, time.monotonic()
+    try:
+        outcome = update_once(store, ss, sid)
+    except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
+        failure = exc
+    if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event
+        ss.delete(sid)
+        return
+    if failure is not None:
+        log.error("session %s update failed", sid, exc_info=failure)
+        ss.update(sid, state="FAILED", pass_started_at=None,
+                  error=problem("session_update_failed", "Re-clustering failed", 500,
+                                f"{type(failure).__name__}: {failure}"))
+        outcome = ("FAILED", rec["observed_revision"])  # the last good model's
+    ss.count_pass(outcome[0], time.monotonic() - started)
+    _notify(sid, rec.get("callback_url"), *outcome)
+    if ss.take_pending(sid):
+        _next_pass(ss, sid, token)
+        return
+    ss.finish_update(sid, token)
+    # Answers that arrived between the check and the release set the flag
+    # while the slot was still ours: take the slot back for one more pass.
+    new = uuid.uuid4().hex
+    if ss.take_pending(sid) and ss.acquire_update(sid, new):
+        _enqueue_pass(ss, sid, new)
+
+
+def _next_pass(ss, sid, token):
+    """Hand the slot of task ``token`` to a new task and enqueue it."""
+    new = uuid.uuid4().hex
+    if ss.hand_over_update(sid, token, new):
+        _enqueue_pass(ss, sid, new)
+
+
+def _enqueue_pass(ss, sid, token):
+    """Enqueue the pass of task ``token`` (which holds the slot); if the queue is
+    unreachable, free the slot: the next answers that close a question queue a pass."""
+    try:
+        session_update.apply_async(args=[sid], task_id=token)
+    except Exception:  # noqa: BLE001
+        log.exception("session %s: next pass not queued", sid)
+        ss.finish_update(sid, token)

@@ -4,6 +4,8 @@ The service never imports ``workers.tasks`` (or any estimator): tasks are
 sent by name through a producer-only Celery app.
 """
 
+import uuid
+
 from kombu.exceptions import OperationalError
 
 from .celery_app import make_celery
@@ -40,11 +42,14 @@ def submit_job(store, **job):
 
 
 def submit_session_update(session_store, session_id):
-    """Enqueue a re-clustering of a session unless one is running (then it
-    is marked pending and the running task does one more pass)."""
-    if session_store.request_update(session_id):
+    """Enqueue a re-clustering of a session unless one is running or queued
+    (then it is marked pending and the task holding the slot enqueues one
+    more pass). The task's id is the slot's token
+    (:meth:`workers.session_store.SessionStore.request_update`)."""
+    token = uuid.uuid4().hex
+    if session_store.request_update(session_id, token):
         try:
-            _app(session_store.settings).send_task("shoal.session_update", args=[session_id])
+            _app(session_store.settings).send_task("shoal.session_update", args=[session_id], task_id=token)
         except Exception:
-            session_store.finish_update(session_id)
+            session_store.finish_update(session_id, token)
             raise
