@@ -643,6 +643,20 @@ class SessionStore:
         return bool(self._slot_script(keys=[self._key(sid, ":update")],
                                       args=["hand_over", token, new_token, self._slot_ttl()]))
 
+    def waiting_unscheduled(self, sid):
+        """Whether questions wait for the model with no pass running or queued for them.
+
+        The request whose answer closed them queues that pass after recording
+        it; a request that died in between (its worker killed, Redis gone for
+        a moment) left them waiting, and its client's retry finds its answers
+        ``duplicate`` and closes nothing.
+        """
+        pipe = self.r.pipeline(transaction=False)
+        pipe.llen(self._key(sid, ":ready"))
+        pipe.exists(self._key(sid, ":update"))
+        waiting, scheduled = pipe.execute()
+        return bool(waiting) and not scheduled
+
     def take_pending(self, sid):
         """Consume the pending flag; True if another pass is needed."""
         return bool(self.r.delete(self._key(sid, ":update_pending")))
