@@ -261,7 +261,9 @@ def post_answers(body, session_id):
                                 settled=not ready)
     if revision is None:
         raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
-    if ready:
+    # A request that recorded an answer closing a question and died before queueing the pass left the
+    # question waiting with nothing scheduled: the next answers (its client's retry) queue the pass.
+    if ready or ss.waiting_unscheduled(session_id):
         submit_session_update(ss, session_id)
     return {"results": results, "revision": revision}
 

@@ -1,9 +1,10 @@
 """The Lua scripts of :class:`workers.session_store.SessionStore`.
 
 Each runs atomically inside Redis (``register_script``): recording an answer
-with its outcome and the budget, leasing questions to a worker, ending a
-re-clustering pass, withdrawing questions, updating a record only while it
-exists. Kept apart from the store's Python so that each file stays readable;
+with its outcome and the budget, leasing questions to a worker, taking the
+waiting questions for a pass, holding the re-clustering slot, ending a
+re-clustering pass, withdrawing
+questions, updating a record only while it exists. Kept apart from the store's Python so that each file stays readable;
 the comments above each script give its keys, arguments and result.
 """
 
@@ -114,6 +115,42 @@ for _, qid in ipairs(redis.call('LRANGE', pkey, 0, -1)) do
   end
 end
 return out
+"""
+
+
+# Take the questions waiting for the model (KEYS[1], the ready list) for a pass:
+# they move to KEYS[2], the list of questions taken by a pass not yet committed
+# (ARGV[1]: its TTL), which is returned whole: questions a pass took and never
+# committed (its worker was killed, or it failed) are told again by the next.
+TAKE_READY_LUA = """
+for _, qid in ipairs(redis.call('LRANGE', KEYS[1], 0, -1)) do
+  redis.call('RPUSH', KEYS[2], qid)
+end
+redis.call('DEL', KEYS[1])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('EXPIRE', KEYS[2], tonumber(ARGV[1])) end
+return redis.call('LRANGE', KEYS[2], 0, -1)
+"""
+
+
+# The session's re-clustering slot KEYS[1], held by a task id: ARGV[1] 'claim'
+# (task ARGV[2] starts a pass: take the slot if it is free or its own), 'hand_over'
+# (to task ARGV[3]) or 'release', each only by the task holding it; ARGV[4] the
+# expiry (s) set. Returns 1 if done, 0 if another task holds the slot.
+SLOT_LUA = """
+local holder = redis.call('GET', KEYS[1])
+local op, token = ARGV[1], ARGV[2]
+if op == 'claim' then
+  if holder and holder ~= token then return 0 end
+  redis.call('SET', KEYS[1], token, 'EX', tonumber(ARGV[4]))
+  return 1
+end
+if holder ~= token then return 0 end
+if op == 'hand_over' then
+  redis.call('SET', KEYS[1], ARGV[3], 'EX', tonumber(ARGV[4]))
+else
+  redis.call('DEL', KEYS[1])
+end
+return 1
 """
 
 

@@ -13,7 +13,9 @@ Layout (prefix ``shoal:session:{id}``)::
     :lease:{qid}      zset    worker id -> lease time (Unix s); 0 once that worker answered
     :assignments      hash    assignment_id -> the question it answered (idempotent retries)
     :ready            list    question ids with enough answers, waiting for the model
-    :update           string  "running" while a re-clustering task runs
+    :taken            list    question ids a pass took from :ready and has not committed yet
+                              (a pass killed or failed before its commit leaves them to the next)
+    :update           string  the id of the Celery task that runs (or is queued to run) the next pass
     :update_pending   string  set when answers arrive during a run (coalescing)
 
 and ``shoal:sessions``, a sorted set of session ids by creation time (listing).
@@ -30,7 +32,8 @@ from redis.exceptions import WatchError
 from . import stats
 from .config import PREFIX
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
-from .session_scripts import ANSWER_LUA, FINISH_PASS_LUA, LEASE_LUA, UPDATE_LUA, WITHDRAW_LUA
+from .session_scripts import (ANSWER_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_READY_LUA, UPDATE_LUA,
+                              WITHDRAW_LUA)
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -60,6 +63,8 @@ class SessionStore:
         self._lease_script = self.r.register_script(LEASE_LUA)
         self._finish_script = self.r.register_script(FINISH_PASS_LUA)
         self._withdraw_script = self.r.register_script(WITHDRAW_LUA)
+        self._take_ready_script = self.r.register_script(TAKE_READY_LUA)
+        self._slot_script = self.r.register_script(SLOT_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
@@ -114,7 +119,7 @@ class SessionStore:
     def _touch(self, sid):
         ttl = self.settings.job_ttl
         keys = [self._key(sid, s) for s in ("", ":state", ":model", ":questions", ":pool", ":assignments",
-                                             ":ready", ":disagreements", ":conflicts")]
+                                             ":ready", ":taken", ":disagreements", ":conflicts")]
         pipe = self.r.pipeline()
         for k in keys:
             pipe.expire(k, ttl)
@@ -501,13 +506,79 @@ class SessionStore:
                     continue
 
     def pop_ready(self, sid):
-        """Question ids with enough answers (removed from the ready list)."""
-        key = self._key(sid, ":ready")
-        with self.r.pipeline() as pipe:
-            pipe.lrange(key, 0, -1)
-            pipe.delete(key)
-            ids, _ = pipe.execute()
-        return [i.decode() for i in ids]
+        """Take the questions with enough answers for a pass, in one atomic step.
+
+        They leave the ready list (answers arriving later queue the next pass)
+        for the session's ``:taken`` list, where they stay until the pass
+        commits them (:meth:`commit_pass`). A pass whose worker was killed,
+        or that failed, before its commit left them there, and the next pass
+        takes them again: without this, the questions such a pass took stayed
+        ``ready`` forever, their answers never told to the model.
+
+        Returns
+        -------
+        list of str
+            The question ids taken and not yet committed, oldest first.
+        """
+        ids = self._take_ready_script(keys=[self._key(sid, ":ready"), self._key(sid, ":taken")],
+                                      args=[self.settings.job_ttl])
+        return [i.decode() if isinstance(i, bytes) else i for i in ids]
+
+    def commit_pass(self, sid, state, closed, deltas, reports=()):
+        """Write what a pass learnt from the questions it took, in one transaction.
+
+        The estimator's state, the closed question documents, the counters and
+        the reports are written together with emptying the ``:taken`` list
+        (:meth:`pop_ready`), so a pass killed at any point before this either
+        wrote none of them (the next pass tells the same questions to the
+        state from before) or all of them (nothing is told twice or counted
+        twice).
+
+        Parameters
+        ----------
+        sid : str
+        state : dict
+            The estimator's JSON state (:meth:`save_state`).
+        closed : list of dict
+            Question documents with ``status`` "closed", ``aggregated``,
+            ``votes`` and ``model_outcome`` set by the pass (questions waiting
+            for the model are not changed by answers, which are late, so
+            reading them first and writing them here loses nothing).
+        deltas : dict of str to int
+            Added to the record's ``counters``.
+        reports : sequence of (str, dict)
+            ``(kind, item)`` appended to ``disagreements`` or ``conflicts``.
+
+        Returns
+        -------
+        bool
+            False (nothing written) if the session no longer exists.
+        """
+        key, ttl = self._key(sid), self.settings.job_ttl
+        blob = dumps(state)
+
+        def tx(pipe):
+            raw = pipe.hget(key, "counters")
+            if raw is None:  # deleted meanwhile
+                pipe.unwatch()
+                return False
+            counters = json.loads(raw)
+            for k, v in deltas.items():
+                counters[k] = counters.get(k, 0) + v
+            pipe.multi()
+            pipe.set(self._key(sid, ":state"), blob, ex=ttl)
+            if closed:
+                pipe.hset(self._key(sid, ":questions"), mapping={q["question_id"]: json.dumps(q) for q in closed})
+            pipe.delete(self._key(sid, ":taken"))
+            pipe.hset(key, "counters", json.dumps(counters))
+            for kind, item in reports:
+                rkey = self._key(sid, f":{kind}")
+                pipe.rpush(rkey, dumps(item))
+                pipe.ltrim(rkey, -1000, -1)
+                pipe.expire(rkey, ttl)
+            return True
+
+        return self.r.transaction(tx, key, value_from_callable=True)
 
     def questions(self, sid, qids):
         """The documents of questions ``qids``, in one read.
@@ -527,21 +598,6 @@ class SessionStore:
         raw = self.r.hmget(self._key(sid, ":questions"), qids) if qids else []
         return [json.loads(q) if q else None for q in raw]
 
-    def close_questions(self, sid, closed):
-        """Write closed question documents, in one write.
-
-        Parameters
-        ----------
-        sid : str
-        closed : list of dict
-            Question documents (:meth:`questions`) with ``status`` "closed",
-            ``aggregated``, ``votes`` and ``model_outcome`` set by the pass.
-            Questions waiting for the model are not changed by answers (those
-            are late), so reading them first and writing them here loses nothing.
-        """
-        if closed:
-            self.r.hset(self._key(sid, ":questions"), mapping={q["question_id"]: json.dumps(q) for q in closed})
-
     def add_report(self, sid, kind, item):
         """Append to ``disagreements`` or ``conflicts`` (kept for the session view)."""
         key = self._key(sid, f":{kind}")
@@ -553,25 +609,64 @@ class SessionStore:
         return [json.loads(x) for x in self.r.lrange(self._key(sid, f":{kind}"), -limit, -1)]
 
     # ------------------------------------------------------------ coalescing
-    def acquire_update(self, sid):
-        """Take the session's single re-clustering slot; False if it is taken."""
-        return bool(self.r.set(self._key(sid, ":update"), b"running", nx=True, ex=self.settings.hard_time_limit))
+    # The slot (:update) holds the Celery task id of the one task allowed to run the session's next
+    # pass. Each task runs one pass and hands the slot to a task it enqueues when answers came
+    # meanwhile, so no task outlives the time limits however long a crowd keeps answering (one task
+    # looping over its passes hit the soft limit after 3300 s of answers and failed the session). The
+    # slot expires a minute after the hard time limit from the start of its pass (no pass runs
+    # longer), so a task whose worker was lost never holds it for good; a redelivered task keeps its
+    # id and so its slot.
+    def _slot_ttl(self):
+        return self.settings.hard_time_limit + 60
 
-    def request_update(self, sid):
-        """True if the caller must enqueue a re-clustering (none running);
-        otherwise a pending flag makes the running task loop once more, so a
-        session has at most one update running and one pending."""
-        if self.acquire_update(sid):
+    def acquire_update(self, sid, token):
+        """Take the session's single re-clustering slot for task ``token``; False if it is taken."""
+        return bool(self.r.set(self._key(sid, ":update"), token, nx=True, ex=self._slot_ttl()))
+
+    def request_update(self, sid, token):
+        """True if the caller must enqueue a re-clustering as task ``token`` (the slot is now its);
+        otherwise a pending flag makes the task holding the slot enqueue one more pass, so a session
+        has at most one update running and one pending."""
+        if self.acquire_update(sid, token):
             return True
-        self.r.set(self._key(sid, ":update_pending"), b"1", ex=self.settings.hard_time_limit)
+        self.r.set(self._key(sid, ":update_pending"), b"1", ex=self._slot_ttl())
         return False
+
+    def claim_update(self, sid, token):
+        """Start a pass as task ``token``: True (and the slot's expiry restarts) if the slot is its own
+        or free; False if another task holds it (that task runs the pass)."""
+        return bool(self._slot_script(keys=[self._key(sid, ":update")], args=["claim", token, "", self._slot_ttl()]))
+
+    def hand_over_update(self, sid, token, new_token):
+        """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued); False if
+        ``token`` no longer holds it."""
+        return bool(self._slot_script(keys=[self._key(sid, ":update")],
+                                      args=["hand_over", token, new_token, self._slot_ttl()]))
+
+    def waiting_unscheduled(self, sid):
+        """Whether questions wait for the model with no pass running or queued for them.
+
+        The request whose answer closed them queues that pass after recording
+        it; a request that died in between (its worker killed, Redis gone for
+        a moment) left them waiting, and its client's retry finds its answers
+        ``duplicate`` and closes nothing.
+        """
+        pipe = self.r.pipeline(transaction=False)
+        pipe.llen(self._key(sid, ":ready"))
+        pipe.exists(self._key(sid, ":update"))
+        waiting, scheduled = pipe.execute()
+        return bool(waiting) and not scheduled
 
     def take_pending(self, sid):
         """Consume the pending flag; True if another pass is needed."""
         return bool(self.r.delete(self._key(sid, ":update_pending")))
 
-    def finish_update(self, sid):
-        self.r.delete(self._key(sid, ":update"))
+    def finish_update(self, sid, token=None):
+        """Free the slot if task ``token`` holds it (None: whoever holds it)."""
+        if token is None:
+            self.r.delete(self._key(sid, ":update"))
+        else:
+            self._slot_script(keys=[self._key(sid, ":update")], args=["release", token, "", self._slot_ttl()])
 
 
 def dataset_in_use(store, did, users=None):

@@ -1,11 +1,13 @@
 """Active-clustering sessions on the worker: aggregate answers, re-cluster, refill the question pool.
 
-One task per session at a time (``SessionStore.request_update`` coalesces
-bursts of answers into one running and one pending pass).
+One pass per session at a time (``SessionStore.request_update`` coalesces
+bursts of answers into one running and one pending pass; each task runs one
+pass and enqueues the next).
 """
 
 import logging
 import time
+import uuid
 from collections import Counter, OrderedDict
 
 import numpy as np
@@ -231,7 +233,7 @@ def update_once(store, ss, sid):
     state = ss.load_state(sid)
     ready = ss.pop_ready(sid)
     est = _estimator(rec, X, state, answers_follow=bool(ready))
-    deltas = Counter()
+    deltas, reports, closing = Counter(), [], []
     answers = ss.all_answers(sid, rec)
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
@@ -245,16 +247,15 @@ def update_once(store, ss, sid):
             q.update(status="closed", aggregated=answer, votes=votes, model_outcome=outcome)
             if len(set(votes)) > 1:
                 deltas["disagreements"] += 1
-                ss.add_report(sid, "disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
-                                                     "aggregated": answer})
+                reports.append(("disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
+                                                  "aggregated": answer}))
             if outcome != "accepted":
                 deltas["questions_unused"] += 1
             if outcome == "conflict":  # URASC (pairwise) only: (i, j, answer)
                 deltas["conflicts"] += 1
-                ss.add_report(sid, "conflicts", {"question_id": qid, "items": [i, j],
-                                                 "answer": {True: "must_link", False: "cannot_link"}.get(rest[0]),
-                                                 "reason": "contradicts earlier answers; not used"})
-        ss.close_questions(sid, closing)
+                reports.append(("conflicts", {"question_id": qid, "items": [i, j],
+                                              "answer": {True: "must_link", False: "cannot_link"}.get(rest[0]),
+                                              "reason": "contradicts earlier answers; not used"}))
         deltas["questions_closed"] += len(closing)
         est.update()
     pool_size = int(rec["params"].get("pool_size", 20))
@@ -262,13 +263,14 @@ def update_once(store, ss, sid):
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
     done = est.n_questions_ >= rec["budget"] or not pool
     docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS), final=done)
+    docs.update((q["question_id"], q) for q in closing)
     closed = [q for q in docs.values() if q["status"] == "closed"]
-    ss.save_state(sid, est.get_state())
+    # The commit point: the state with the taken questions' answers, their closed documents and the
+    # counters in one transaction (a pass killed before it is redone from the state before).
+    ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports)
     labels = np.asarray(est.labels_, dtype=np.int64)
     ss.save_model(sid, _model(sid, revision, est, labels, labels_true, closed,
                               worker_reliability(answers, dawid_skene)))
-    if deltas:
-        ss.bump_counters(sid, dict(deltas))
     state = "COMPLETED" if done else "ACTIVE"
     observed = ss.finish_pass(sid, revision, est.n_questions_, state=state, error=None, pass_started_at=None,
                               last_pass_seconds=round(time.time() - started, 3))
@@ -292,35 +294,60 @@ def _notify(sid, url, state, revision):
 
 @app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
 def session_update(self, sid):
-    """Bring a session's model and question pool up to date (coalesced)."""
+    """Bring a session's model and question pool up to date: one pass (coalesced).
+
+    Runs only as the task holding the session's slot (or, the slot having
+    expired, taking it); answers that arrived during the pass are handled by
+    a next task, enqueued here, so each task's time limits bound one pass.
+    """
     store = get_store()
     ss = SessionStore(store)
-    while True:
-        rec = ss.get(sid)
-        if rec is None:
-            ss.finish_update(sid)
-            return
-        failure, started = None, time.monotonic()
-        try:
-            outcome = update_once(store, ss, sid)
-        except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
-            failure = exc
-        if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event
-            ss.delete(sid)
-            return
-        if failure is not None:
-            log.error("session %s update failed", sid, exc_info=failure)
-            ss.update(sid, state="FAILED", pass_started_at=None,
-                      error=problem("session_update_failed", "Re-clustering failed", 500,
-                                    f"{type(failure).__name__}: {failure}"))
-            outcome = ("FAILED", rec["observed_revision"])  # the last good model's
-        ss.count_pass(outcome[0], time.monotonic() - started)
-        _notify(sid, rec.get("callback_url"), *outcome)
-        if ss.take_pending(sid):
-            continue
-        ss.finish_update(sid)
-        # Answers that arrived between the check and the release set the flag
-        # while the slot was still ours: take the slot back and run again.
-        if ss.take_pending(sid) and ss.acquire_update(sid):
-            continue
+    token = self.request.id or uuid.uuid4().hex
+    if not ss.claim_update(sid, token):
+        return  # another task holds the slot: it runs the pass these answers need
+    rec = ss.get(sid)
+    if rec is None:
+        ss.finish_update(sid, token)
         return
+    failure, started = None, time.monotonic()
+    try:
+        outcome = update_once(store, ss, sid)
+    except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
+        failure = exc
+    if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event
+        ss.delete(sid)
+        return
+    if failure is not None:
+        log.error("session %s update failed", sid, exc_info=failure)
+        ss.update(sid, state="FAILED", pass_started_at=None,
+                  error=problem("session_update_failed", "Re-clustering failed", 500,
+                                f"{type(failure).__name__}: {failure}"))
+        outcome = ("FAILED", rec["observed_revision"])  # the last good model's
+    ss.count_pass(outcome[0], time.monotonic() - started)
+    _notify(sid, rec.get("callback_url"), *outcome)
+    if ss.take_pending(sid):
+        _next_pass(ss, sid, token)
+        return
+    ss.finish_update(sid, token)
+    # Answers that arrived between the check and the release set the flag
+    # while the slot was still ours: take the slot back for one more pass.
+    new = uuid.uuid4().hex
+    if ss.take_pending(sid) and ss.acquire_update(sid, new):
+        _enqueue_pass(ss, sid, new)
+
+
+def _next_pass(ss, sid, token):
+    """Hand the slot of task ``token`` to a new task and enqueue it."""
+    new = uuid.uuid4().hex
+    if ss.hand_over_update(sid, token, new):
+        _enqueue_pass(ss, sid, new)
+
+
+def _enqueue_pass(ss, sid, token):
+    """Enqueue the pass of task ``token`` (which holds the slot); if the queue is
+    unreachable, free the slot: the next answers that close a question queue a pass."""
+    try:
+        session_update.apply_async(args=[sid], task_id=token)
+    except Exception:  # noqa: BLE001
+        log.exception("session %s: next pass not queued", sid)
+        ss.finish_update(sid, token)

@@ -5,6 +5,7 @@ sent by name through a producer-only Celery app.
 """
 
 import logging
+import uuid
 
 from kombu.exceptions import OperationalError
 
@@ -57,11 +58,14 @@ def enqueue_job_event(settings, job_id, callback_url):
 
 
 def submit_session_update(session_store, session_id):
-    """Enqueue a re-clustering of a session unless one is running (then it
-    is marked pending and the running task does one more pass)."""
-    if session_store.request_update(session_id):
+    """Enqueue a re-clustering of a session unless one is running or queued
+    (then it is marked pending and the task holding the slot enqueues one
+    more pass). The task's id is the slot's token
+    (:meth:`workers.session_store.SessionStore.request_update`)."""
+    token = uuid.uuid4().hex
+    if session_store.request_update(session_id, token):
         try:
-            _app(session_store.settings).send_task("shoal.session_update", args=[session_id])
+            _app(session_store.settings).send_task("shoal.session_update", args=[session_id], task_id=token)
         except Exception:
-            session_store.finish_update(session_id)
+            session_store.finish_update(session_id, token)
             raise

@@ -252,3 +252,25 @@ def test_a_completed_session_withdraws_unfinished_questions_which_reopen_with_th
     assert ss.question(sid, q["question_id"])["n_answers"] == 1
     res = _answer(client, sid, (q["question_id"], "must_link", "w1", "a3"), (q["question_id"], "must_link", "w2", "a4"))
     assert [x["outcome"] for x in res["results"]] == ["rejected", "accepted"]
+
+
+def test_a_retry_of_answers_whose_request_died_queues_the_pass_they_need(client, store, blobs_dataset):
+    """The request recorded an answer that closed a question and died before queueing the pass (its
+    gunicorn worker killed, Redis gone a moment): its client's retry is a duplicate, and still queues
+    the pass, so the question does not wait for good (it did when it held the last of the budget)."""
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=1)
+    q = client.post(f"/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "w1"}).json["questions"][0]
+    assert ss.record_answer(sid, q["question_id"], "must_link", "w1", "a1", 0, 1) == "accepted:ready"  # then died
+    assert not store.r.exists(ss._key(sid, ":update"))
+    res = _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    assert res["results"][0]["outcome"] == "duplicate"
+    assert store.r.exists(ss._key(sid, ":update")), "no pass queued for the waiting question"
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["state"], s["budget_used"], s["counters"]["questions_closed"]) == ("COMPLETED", 1, 1), s
+    # answers that close nothing while no question waits queue nothing
+    ss.finish_update(sid)
+    _answer(client, sid, (q["question_id"], "must_link", "w2", "a2"))
+    assert not store.r.exists(ss._key(sid, ":update"))

@@ -288,7 +288,10 @@ def test_a_failed_session_says_so_in_its_condition_and_model(client, store, blob
     sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
     store.delete_dataset(blobs_dataset[0])  # as if its TTL ran out
     monkeypatch.setattr(session_tasks, "get_store", lambda: store)
-    session_tasks.session_update.run(sid)  # the worker's task, run here
+    from workers.session_store import SessionStore
+
+    queued = store.r.get(SessionStore(store)._key(sid, ":update")).decode()  # the id of the task queued
+    session_tasks.session_update.apply(args=[sid], task_id=queued)  # the worker's task, run here
     s = client.get(f"/v1/sessions/{sid}").json
     assert s["state"] == "FAILED" and "no longer exists" in s["error"]["detail"]
     cond = {c["type"]: c for c in s["conditions"]}["ModelUpToDate"]

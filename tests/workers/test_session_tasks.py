@@ -1,4 +1,4 @@
-"""Session model outputs computed on the worker (no Redis needed)."""
+"""Session passes on the worker: model outputs, the base graph kept, passes killed midway."""
 
 import numpy as np
 import pytest
@@ -127,3 +127,51 @@ def test_a_given_n_clusters_that_grew_is_reported_in_the_model(k_growth):
     free = _answer_all(URASC(budget=12, k_growth=k_growth, random_state=0).fit(X), lambda i, j: False)
     assert model_warnings(free) == []
     assert free.n_clusters_ > 2 or k_growth == "verify"  # verify asks again before founding a set
+
+
+class _Killed(BaseException):
+    """Stands for the worker process dying mid-pass: nothing after it runs, no handler catches it."""
+
+
+@pytest.mark.parametrize("dies_in", ["tell", "update", "replace_pool", "save_model"])
+def test_a_pass_killed_midway_loses_no_answer_and_counts_none_twice(client, store, blobs_dataset, monkeypatch,
+                                                                    dies_in):
+    """The redelivered pass after a worker was killed mid-pass tells the model every question the
+    killed pass took: they end closed, used and counted once, whatever the point the pass died at."""
+    from clustering._urasc import URASC
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    session_tasks.update_once(store, ss, sid)
+    y = blobs_dataset[2]
+    leased = ss.lease(sid, 5, "w")
+    for q in leased:
+        a, b = q["items"]
+        assert ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                                q["question_id"], 0) == "accepted:ready"
+    owner = SessionStore if dies_in in ("replace_pool", "save_model") else URASC
+    real = getattr(owner, dies_in)
+
+    def die(*args, **kwargs):
+        real(*args, **kwargs)
+        raise _Killed
+
+    monkeypatch.setattr(owner, dies_in, die)
+    with pytest.raises(_Killed):
+        session_tasks.update_once(store, ss, sid)
+    monkeypatch.setattr(owner, dies_in, real)
+    session_tasks.update_once(store, ss, sid)  # the task, redelivered
+    rec = ss.get(sid)
+    qids = sorted(q["question_id"] for q in leased)
+    docs = ss.questions(sid, qids)
+    assert [d["status"] for d in docs] == ["closed"] * 5, docs
+    assert rec["counters"]["questions_closed"] == 5, rec["counters"]
+    assert rec["budget_used"] + rec["counters"]["questions_unused"] == 5, rec
+    assert rec["budget_committed"] == rec["budget_used"]
+    told = {tuple(sorted(p[:2])) for p in ss.load_state(sid)["answers"]}
+    assert {tuple(sorted(d["items"])) for d in docs if d["model_outcome"] == "accepted"} <= told
+    assert rec["observed_revision"] == rec["revision"]
+    assert not store.r.exists(ss._key(sid, ":taken"))
