@@ -259,7 +259,11 @@ class SessionStore:
         unless they have answers or a worker holds a lease on them younger
         than ``lease_seconds``: that worker's answer is still taken (with 48
         workers and a pool of 50, 3.6% of the answers came late when leased
-        questions were withdrawn under them; bench/speed_crowd.py). With
+        questions were withdrawn under them; bench/speed_crowd.py). A
+        question kept open because it has answers (fewer than it needs) stays
+        in the pool, after the suggested ones, oldest first, so workers can
+        still be handed it and the answers paid for are not wasted (it was
+        out of the pool, open but never leased again). With
         ``final`` (the session is complete: its budget is used up or nothing
         is left to ask) every open question not in ``questions`` is
         withdrawn, also one with answers: it can never close. A withdrawn
@@ -296,6 +300,9 @@ class SessionStore:
                                                                  repr(time.time() - lease_seconds),
                                                                  "1" if final else "0", *stale])
             existing.update((q["question_id"], q) for q in map(json.loads, withdrawn))
+        # partly answered questions no longer suggested: leasable after the suggested ones
+        unfinished = sorted((q for qid, q in existing.items() if q["status"] == "open" and qid not in keep
+                             and q["n_answers"] > 0), key=lambda q: (q["created_revision"], q["question_id"]))
         pipe = self.r.pipeline()
         for q in questions:
             old = existing.get(q["question_id"])
@@ -306,8 +313,8 @@ class SessionStore:
                 pipe.hset(qkey, q["question_id"], json.dumps(doc))
                 existing[q["question_id"]] = doc
         pipe.delete(pkey)
-        if questions:
-            pipe.rpush(pkey, *[q["question_id"] for q in questions])
+        if questions or unfinished:
+            pipe.rpush(pkey, *[q["question_id"] for q in questions + unfinished])
         pipe.execute()
         self._touch(sid)
         return existing

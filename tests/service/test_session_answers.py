@@ -254,6 +254,23 @@ def test_a_completed_session_withdraws_unfinished_questions_which_reopen_with_th
     assert [x["outcome"] for x in res["results"]] == ["rejected", "accepted"]
 
 
+def test_a_partly_answered_question_no_longer_suggested_can_still_be_leased(client, store, blobs_dataset):
+    """It stays open with its answers (paid for): it must stay leasable, after the suggested questions,
+    until it has its answers; a question without answers is withdrawn instead."""
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
+    pool = [{"question_id": f"q{k}", "type": "pairwise", "items": [2 * k, 2 * k + 1]} for k in range(3)]
+    ss.replace_pool(sid, pool, 0)
+    assert [q["question_id"] for q in ss.lease(sid, 1, "w1")] == ["q0"]
+    _answer(client, sid, ("q0", "must_link", "w1", "a1"))
+    ss.replace_pool(sid, pool[2:], 1)  # the next pass suggests only q2
+    assert ss.question(sid, "q1")["status"] == "withdrawn"
+    assert [q["question_id"] for q in ss.lease(sid, 5, "w2")] == ["q2", "q0"]
+    res = _answer(client, sid, ("q0", "must_link", "w2", "a2"))
+    assert res["results"][0]["outcome"] == "accepted" and ss.question(sid, "q0")["status"] == "ready"
+    ss.replace_pool(sid, pool[2:], 2)
+    assert [q["question_id"] for q in ss.lease(sid, 5, "w3")] == ["q2"]  # q0 has its answers
+
+
 def test_a_retry_of_answers_whose_request_died_queues_the_pass_they_need(client, store, blobs_dataset):
     """The request recorded an answer that closed a question and died before queueing the pass (its
     gunicorn worker killed, Redis gone a moment): its client's retry is a duplicate, and still queues
