@@ -125,7 +125,7 @@ class Stack:
     def start_web(self, workers=2):
         port = free_port()
         proc = self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:service.gunicorn_conf", "-b",
-                                   f"127.0.0.1:{port}", "-w", str(workers), "--timeout", "120", "service:create_app()"])
+                                   f"127.0.0.1:{port}", "-w", str(workers), "service:create_app()"])
         _wait_port(port, timeout=30, proc=proc)
         self.base_url = f"http://127.0.0.1:{port}"
         return self.base_url

@@ -48,5 +48,10 @@ def write_problem(sock, status_int, reason, mesg):
     util.write_nonblock(sock, problem_bytes(status_int, reason, mesg))
 
 
+#: Seconds a worker may stay silent on a request before the arbiter kills it (gunicorn's
+#: ``timeout``): no request runs longer. An Idempotency-Key claim outlives it
+#: (``workers.store.PENDING_CLAIM_SECONDS``), so a slow request keeps its key to the end.
+timeout = 120
+
 # Worker.handle_error calls util.write_error; workers are forked from the arbiter that loaded this file.
 util.write_error = write_problem

@@ -43,6 +43,9 @@ StoreError = redis.RedisError
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 ACTIVE = ("QUEUED", "RUNNING")
+#: How long an Idempotency-Key claim holds while its request runs (s): longer than gunicorn lets any
+#: request run (``service.gunicorn_conf.timeout``, 120 s), so the key never frees under a live request.
+PENDING_CLAIM_SECONDS = 180
 
 
 class Store(DatasetStoreMixin):
@@ -92,7 +95,7 @@ class Store(DatasetStoreMixin):
         return sorted(m.decode() for m in self.r.zrangebyscore(f"{PREFIX}workers", f"({time.time()}", "+inf"))
 
     # -------------------------------------------------------- idempotency keys
-    def claim_request(self, scope, key, fingerprint, *, pending_ttl=60):
+    def claim_request(self, scope, key, fingerprint, *, pending_ttl=None):
         """Claim an ``Idempotency-Key`` for one request, or find who has it.
 
         Parameters
@@ -103,9 +106,12 @@ class Store(DatasetStoreMixin):
             The client's ``Idempotency-Key`` header.
         fingerprint : str
             A hash of the request body: the same key with another body is an error.
-        pending_ttl : int, seconds
+        pending_ttl : int, seconds, optional
             How long the claim holds while the request runs (a crashed request
-            frees the key after it).
+            frees the key after it); default :data:`PENDING_CLAIM_SECONDS`,
+            longer than any request runs (60 s until 2026-11-27, under
+            gunicorn's 120 s timeout: a request slower than 60 s lost its key,
+            and a retry meanwhile ran it twice).
 
         Returns
         -------
@@ -115,6 +121,7 @@ class Store(DatasetStoreMixin):
             "headers"}`` (the last three once done).
         """
         rkey = self._request_key(scope, key)
+        pending_ttl = PENDING_CLAIM_SECONDS if pending_ttl is None else pending_ttl
         claim = json.dumps({"state": "pending", "fingerprint": fingerprint})
         if self.r.set(rkey, claim, nx=True, ex=pending_ttl):
             return None

@@ -65,6 +65,14 @@ def test_a_request_still_running_answers_409(client, store, blobs_dataset):
     assert [u for u in store.dataset_users(did) if u[0] == "job"] == []
 
 
+def test_a_claim_outlives_any_request_gunicorn_lets_run(store):
+    """A request slower than the claim lost its key: a retry meanwhile ran the request twice."""
+    from service import gunicorn_conf
+
+    assert store.claim_request("POST /v1/jobs", "long-request", "f") is None
+    assert store.r.ttl(store._request_key("POST /v1/jobs", "long-request")) > gunicorn_conf.timeout
+
+
 @pytest.mark.parametrize("key", ["", "x" * 256, "caf\u00e9", "two words"])
 def test_a_malformed_key_is_a_400(client, blobs_dataset, key):
     r = client.post("/v1/jobs", json=_job_body(blobs_dataset[0]), headers={"Idempotency-Key": key})
