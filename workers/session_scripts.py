@@ -93,23 +93,52 @@ return outcome
 # answers plus the other workers' outstanding leases (younger than ARGV[4]
 # seconds, not yet answered) are fewer than the answers it needs (ARGV[5]).
 # Lease keys are built from the prefix ARGV[6] (one Redis, not a cluster).
+# ARGV[2] '' (an untracked caller): the pool's first open questions, no lease
+# recorded and no slot checked. Within the budget (KEYS[3] the record, KEYS[4] the ready list): a question
+# nobody holds or answered yet is handed out only while the questions committed
+# to the model plus those in flight in the pool (with answers, or a lease younger
+# than ARGV[4]) are fewer than the budget, so no worker is handed work whose
+# answer can only come back 'late'.
 LEASE_LUA = """
-local qkey, pkey = KEYS[1], KEYS[2]
+local qkey, pkey, rec, ready = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local count, worker, now, lease_s = tonumber(ARGV[1]), ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4])
 local needed, prefix, ttl = tonumber(ARGV[5]), ARGV[6], tonumber(ARGV[7])
-local out = {}
-for _, qid in ipairs(redis.call('LRANGE', pkey, 0, -1)) do
-  if #out >= count then break end
+local budget = tonumber(redis.call('HGET', rec, 'budget'))
+local committed = tonumber(redis.call('HGET', rec, 'budget_committed'))
+if not committed then  -- a session from before the field
+  committed = tonumber(redis.call('HGET', rec, 'budget_used') or '0') + redis.call('LLEN', ready)
+end
+local young = '(' .. tostring(now - lease_s)
+local pool, docs, busy = redis.call('LRANGE', pkey, 0, -1), {}, {}
+local in_flight = 0
+for i, qid in ipairs(pool) do
   local raw = redis.call('HGET', qkey, qid)
+  docs[i] = raw
   if raw then
     local q = cjson.decode(raw)
+    if q['status'] == 'open' and (q['n_answers'] > 0 or redis.call('ZCOUNT', prefix .. qid, young, '+inf') > 0) then
+      busy[i] = true
+      in_flight = in_flight + 1
+    end
+  end
+end
+local out = {}
+for i, qid in ipairs(pool) do
+  if #out >= count then break end
+  local raw = docs[i]
+  if raw and (busy[i] or not budget or committed + in_flight < budget) then
+    local q = cjson.decode(raw)
     local lkey = prefix .. qid
-    if q['status'] == 'open' and not redis.call('ZSCORE', lkey, worker) then
-      local outstanding = redis.call('ZCOUNT', lkey, '(' .. tostring(now - lease_s), '+inf')
+    if q['status'] == 'open' and worker == '' then
+      table.insert(out, raw)
+      if not busy[i] then in_flight = in_flight + 1 end
+    elseif q['status'] == 'open' and not redis.call('ZSCORE', lkey, worker) then
+      local outstanding = redis.call('ZCOUNT', lkey, young, '+inf')
       if q['n_answers'] + outstanding < needed then
         redis.call('ZADD', lkey, now, worker)
         redis.call('EXPIRE', lkey, ttl)
         table.insert(out, raw)
+        if not busy[i] then in_flight = in_flight + 1 end
       end
     end
   end

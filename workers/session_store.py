@@ -372,7 +372,12 @@ class SessionStore:
         would arrive ``late`` (bench/speed_crowd.py: 61-89% of the answers of
         12-48 workers before). A lease not answered within ``lease_seconds``
         frees its slot. Without ``worker_id`` nothing is tracked: every caller
-        gets the pool's first open questions.
+        gets the pool's first open questions. Either way, a question nobody
+        holds or has answered is handed out only while the questions committed
+        to the model (``budget_committed``) plus those in flight in the pool
+        (with answers, or, for named workers, a live lease) are fewer than the
+        budget: with one question of budget left a lease of 10 handed out 10,
+        and 9 answers came back ``late``.
 
         Parameters
         ----------
@@ -392,15 +397,12 @@ class SessionStore:
             The question documents (``question_id``, ``type``, ``items``, ...).
         """
         qkey, pkey = self._key(sid, ":questions"), self._key(sid, ":pool")
-        if worker_id is None:
-            docs = self.questions(sid, self.r.lrange(pkey, 0, -1))
-            return [q for q in docs if q is not None and q["status"] == "open"][:count]
         if answers_per_question is None or lease_seconds is None:
             rec = self.get(sid) or {}
             answers_per_question = answers_per_question or rec.get("answers_per_question", 1)
             lease_seconds = lease_seconds or rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)
-        raw = self._lease_script(keys=[qkey, pkey],
-                                 args=[count, worker_id, time.time(), lease_seconds, answers_per_question,
+        raw = self._lease_script(keys=[qkey, pkey, self._key(sid), self._key(sid, ":ready")],
+                                 args=[count, worker_id or "", time.time(), lease_seconds, answers_per_question,
                                        self._key(sid, ":lease:"), self.settings.job_ttl])
         return [json.loads(q) for q in raw]
 

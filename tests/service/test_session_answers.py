@@ -152,7 +152,12 @@ def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(cli
                           for k in range(5)], 0)
     leased = {w: client.post(f"/v1/sessions/{sid}/questions", json={"count": 2, "worker_id": w}).json["questions"]
               for w in ("w1", "w2", "w3")}
-    assert [len(qs) for qs in leased.values()] == [2, 2, 1]
+    # three questions of budget: never more than three in flight, so nobody is handed work that can only be late
+    assert [len(qs) for qs in leased.values()] == [2, 1, 0]
+    untracked = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5}).json["questions"]
+    assert {q["question_id"] for q in untracked} == {"q0", "q1", "q2"}  # the three in flight, nothing new
+    leased["w1"] = leased["w1"][:1]
+    leased["w3"] = [{"question_id": "q3"}]  # answered by id, without a lease
     for w, qs in leased.items():
         assert _answer(client, sid, (qs[0]["question_id"], "must_link", w, f"{w}-0"))["results"][0]["outcome"] \
             == "accepted"
@@ -161,9 +166,8 @@ def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(cli
     # the three questions waiting for the model hold the whole budget: nothing more is handed out ...
     r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w5"})
     assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"
-    # ... and answers to the other leased questions are late, with the reason
-    res = _answer(client, sid, *[(q["question_id"], "cannot_link", "w4", f"w4-{q['question_id']}")
-                                 for qs in leased.values() for q in qs[1:]])
+    # ... and answers to the other questions are late, with the reason
+    res = _answer(client, sid, *[(q, "cannot_link", "w4", f"w4-{q}") for q in ("q1", "q4")])
     assert [x["outcome"] for x in res["results"]] == ["late"] * 2
     assert all("budget" in x["reason"] for x in res["results"])
     update_once(store, ss, sid)
@@ -175,7 +179,7 @@ def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(cli
     assert client.get(f"/v1/sessions/{sid}/model").json["n_questions_used"] == 3
     # no question is left open once the budget is used up; later answers are late, with the reason
     assert client.get(f"/v1/sessions/{sid}/questions?status=open").json["questions"] == []
-    res = _answer(client, sid, (leased["w1"][1]["question_id"], "must_link", "w9", "w9-0"))
+    res = _answer(client, sid, ("q1", "must_link", "w9", "w9-0"))
     assert res["results"][0]["outcome"] == "late" and res["results"][0]["reason"]
 
 
@@ -225,16 +229,21 @@ def test_a_late_answer_past_the_budget_frees_its_lease_slot(client, store, blobs
 
     sid, ss = _open(client, store, blobs_dataset[0], budget=2, strategy="random")
     pool = [{"question_id": qid, "type": "pairwise", "items": items}
-            for qid, items in (("q_a", [3, 7]), ("q_b", [7, 3]), ("q_c", [4, 9]))]
+            for qid, items in (("q_a", [3, 7]), ("q_b", [7, 3]), ("q_c", [4, 9]), ("q_d", [3, 7]))]
     ss.replace_pool(sid, pool, 0)
-    held = {w: ss.lease(sid, 1, w)[0]["question_id"] for w in ("w1", "w2", "w3")}
-    assert held == {"w1": "q_a", "w2": "q_b", "w3": "q_c"}
+    held = {w: [q["question_id"] for q in ss.lease(sid, 1, w)] for w in ("w1", "w2", "w3")}
+    assert held == {"w1": ["q_a"], "w2": ["q_b"], "w3": []}  # two questions of budget, two in flight
     _answer(client, sid, ("q_a", "must_link", "w1", "a1"), ("q_b", "must_link", "w2", "a2"))
-    res = _answer(client, sid, ("q_c", "must_link", "w3", "a3"))
-    assert res["results"][0]["outcome"] == "late" and "budget" in res["results"][0]["reason"]
     update_once(store, ss, sid)  # q_b repeats q_a: unused, so one question of the budget is free again
     assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 1
-    ss.replace_pool(sid, [pool[2]], 1)  # q_c suggested again
+    ss.replace_pool(sid, pool[2:], 1)
+    assert [q["question_id"] for q in ss.lease(sid, 1, "w3")] == ["q_c"]
+    _answer(client, sid, ("q_d", "must_link", "w5", "a5"))  # answered by id, without a lease: the budget is full
+    res = _answer(client, sid, ("q_c", "must_link", "w3", "a3"))
+    assert res["results"][0]["outcome"] == "late" and "budget" in res["results"][0]["reason"]
+    update_once(store, ss, sid)  # q_d repeats q_a: unused again
+    assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 1
+    ss.replace_pool(sid, [pool[2]], 2)  # q_c suggested again
     assert [q["question_id"] for q in ss.lease(sid, 1, "w4")] == ["q_c"]
 
 
