@@ -4,7 +4,7 @@ The web process only records answers and hands out questions from the pool
 a worker computed; aggregation and re-clustering run on a worker.
 """
 
-from flask import url_for
+from flask import current_app, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
@@ -95,6 +95,10 @@ def _item_ids_of(question, item_ids):
     return [item_ids[i] for i in question["items"]] if item_ids else None
 
 
+def _retry_after():
+    return {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])}
+
+
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(SessionCreateSchema)
@@ -144,7 +148,8 @@ def create_session(body):
                     params=params, preset=preset, random_state=body["random_state"],
                     callback_url=body["callback_url"])
     submit_session_update(ss, rec["id"])
-    return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"])}
+    return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"]),
+                                        **_retry_after()}
 
 
 @blp.route("", methods=["GET"])
@@ -165,9 +170,17 @@ def list_sessions(args):
 @blp.response(200, SessionSchema)
 @problem_docs(blp, (404, "Unknown session"))
 def get_session(session_id):
-    """Revision, budget, counters, disagreements and the ModelUpToDate condition."""
+    """Revision, budget, counters, disagreements and the ModelUpToDate condition.
+
+    While the model is behind the answers (``ModelUpToDate`` false, the
+    session not FAILED) the response carries ``Retry-After``, as a job's poll does.
+    """
     ss = _sessions()
-    return session_view(ss, session_or_404(ss, session_id))
+    view = session_view(ss, session_or_404(ss, session_id))
+    behind = any(c["type"] == "ModelUpToDate" and c["status"] == "False" for c in view["conditions"])
+    if behind and view["state"] != "FAILED":
+        return view, 200, _retry_after()
+    return view
 
 
 @blp.route("/<string:session_id>", methods=["DELETE"])
@@ -284,7 +297,7 @@ def get_model(session_id):
                        state=rec["state"], error=rec.get("error"))
     if model is None:
         raise ApiError(409, "model_not_ready", "the first model of this session is still being computed",
-                       state=rec["state"])
+                       state=rec["state"], headers=_retry_after())
     # The record's observed_revision moves past the model's when later answers closed no question
     # (they change nothing the model uses); the model written by a pass still ending is newer.
     model["observed_revision"] = max(model["observed_revision"], rec["observed_revision"])

@@ -263,6 +263,21 @@ def test_a_completed_session_withdraws_unfinished_questions_which_reopen_with_th
     assert [x["outcome"] for x in res["results"]] == ["rejected", "accepted"]
 
 
+def test_polls_of_a_session_whose_model_is_behind_say_when_to_retry(client, store, blobs_dataset):
+    """As a job's poll does: Retry-After while the model is behind the answers, none once it caught up."""
+    r = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "n_clusters": 3, "budget": 30})
+    assert r.status_code == 201 and r.headers["Retry-After"] == "1"
+    sid = r.json["id"]  # no worker consumes this store's queue: the first pass has not run
+    assert client.get(f"/v1/sessions/{sid}").headers["Retry-After"] == "1"
+    model = client.get(f"/v1/sessions/{sid}/model")
+    assert model.status_code == 409 and model.json["code"] == "model_not_ready" and model.headers["Retry-After"] == "1"
+    sid, ss = _open(client, store, blobs_dataset[0])
+    assert "Retry-After" not in client.get(f"/v1/sessions/{sid}").headers
+    q = ss.lease(sid, 1, "w1")[0]
+    _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))  # closes it: the model is behind now
+    assert client.get(f"/v1/sessions/{sid}").headers["Retry-After"] == "1"
+
+
 def test_a_partly_answered_question_no_longer_suggested_can_still_be_leased(client, store, blobs_dataset):
     """It stays open with its answers (paid for): it must stay leasable, after the suggested questions,
     until it has its answers; a question without answers is withdrawn instead."""
