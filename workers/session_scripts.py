@@ -169,7 +169,9 @@ SLOT_LUA = """
 local holder = redis.call('GET', KEYS[1])
 local op, token = ARGV[1], ARGV[2]
 if op == 'claim' then
-  if holder and holder ~= token then return 0 end
+  -- 'running': the slot as code before 2026-11-27 set it, naming no task. A redelivered pass from
+  -- then (its worker killed by the upgrade) would otherwise wait for it to expire (up to an hour).
+  if holder and holder ~= token and holder ~= 'running' then return 0 end
   redis.call('SET', KEYS[1], token, 'EX', tonumber(ARGV[4]))
   return 1
 end

@@ -175,3 +175,15 @@ def test_a_pass_killed_midway_loses_no_answer_and_counts_none_twice(client, stor
     assert {tuple(sorted(d["items"])) for d in docs if d["model_outcome"] == "accepted"} <= told
     assert rec["observed_revision"] == rec["revision"]
     assert not store.r.exists(ss._key(sid, ":taken"))
+
+
+def test_a_pass_takes_the_slot_as_older_code_left_it(client, store, blobs_dataset):
+    """Code before the per-task slot wrote "running", naming no task: a pass must not wait for it to
+    expire (an hour in production) when the worker that wrote it was killed by the upgrade."""
+    from workers.session_store import SessionStore
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(store)
+    store.r.set(ss._key(sid, ":update"), b"running", ex=3600)
+    assert ss.claim_update(sid, "task-1")
+    assert not ss.claim_update(sid, "task-2")  # a slot held by a task id stays that task's
