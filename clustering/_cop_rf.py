@@ -72,8 +72,8 @@ class COPRF(ClusterMixin, BaseEstimator):
         root; see ``filter_constraints``). "separate" is the better choice
         measured so far (bench/results/passive_cop_rf_separate_*.json, 10
         trials, T=1000): area under the ARI curve on ionosphere .58 clean /
-        .30 noisy against .39 / .20 for "relaxed", iris 3.50 / 3.33 for
-        both. The default stays "relaxed", the spec's policy (§4.3) that
+        .30 noisy against .39 / .20 for "relaxed", iris 3.50 / 3.32
+        against 3.50 / 3.33. The default stays "relaxed", the spec's policy (§4.3) that
         the product promises; "separate" is selectable per job.
     filter_constraints : bool, default=True
         Run the root-node noisy-constraint filter (CR-12..CR-14).
@@ -125,7 +125,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         the whole affinity is worse (iris 3.45 / 2.90 against 3.50 / 3.32)
         and "select" keeps "auto" (iris 3.49 / 3.32, wine 3.55 clean).
         bench/results/passive_cop_rf_separate_select_*.json (10 trials):
-        ionosphere 1.78 / 1.17, iris 3.50 / 3.33.
+        ionosphere 1.78 / 1.17, iris 3.49 / 3.33.
     drop_violated : bool, default=False
         [extension, not in the paper] Fit twice: the labels of a first fit
         mark the constraints they violate (``constraint_violated_``), and a
@@ -163,7 +163,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         (bench/results/passive_cop_rf_rca_*.json, 10 trials, AUC of the ARI
         curve clean / 15% flipped): with ``cannot_link_policy="separate"``
         and ``n_neighbors="select"`` iris 3.65 / 3.34, ionosphere 2.34 /
-        1.74, wine 3.62 / 3.36, wdbc 3.10 / 2.97, segment210 2.25 / 2.03
+        1.74, wine 3.62 / 3.36, wdbc 3.10 / 2.97, segment210 2.24 / 2.03
         (without: 3.49 / 3.33, 1.78 / 1.17, 3.56 / 3.40, 2.96 / 2.86,
         2.19 / 2.04); adding ``affinity_samples="in_bag"`` and
         ``drop_violated=True``: iris 3.68 / 3.52, ionosphere 2.26 / 1.68

@@ -25,3 +25,13 @@ class ProblemSchema(Schema):
     )
     jobs = fields.List(fields.String(), metadata={"description": "dataset_in_use: ids of its unfinished jobs"})
     sessions = fields.List(fields.String(), metadata={"description": "dataset_in_use: ids of its open sessions"})
+    n_conflicts = fields.Integer(metadata={"description": "contradictory_constraints (pairwise): how many "
+                                                          "cannot-links contradict must-link chains"})
+    relative = fields.Dict(metadata={"description": "contradictory_constraints (relative): {feasible, "
+                                                    "n_relative, conflicting: [{field, index, items, answer, "
+                                                    "item_ids}]}, a minimal conflicting subset by its position "
+                                                    "in the request's triplets / relative lists"})
+    state = fields.String(metadata={"description": "result_not_available, model_not_ready, session_failed: the "
+                                                   "job's or session's state"})
+    job_error = fields.Dict(metadata={"description": "result_not_available: the job's error, when it FAILED"})
+    error = fields.Dict(metadata={"description": "session_failed: the session's error"})

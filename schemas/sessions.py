@@ -29,12 +29,15 @@ class URASCParamsSchema(Schema):
                                                       "uncertain sample (cluster discovery); auto: with "
                                                       "n_clusters known, every round until each cluster has a "
                                                       "certain set, then every third; with K unknown every "
-                                                      "third, none under k_growth=robust"})
+                                                      "third, none under k_growth=robust; under "
+                                                      "k_growth=verify every round once there are four or more "
+                                                      "clusters and an answer contradicts the sets"})
     discriminant_weight = NumberOrChoice(
         ["auto"], low=0.0, low_inclusive=True, high=1.0, load_default="auto",
         metadata={"description": "weight of the kNN graph in the discriminant space of the certain sets (LDA) "
                                  "in the graph that spreads their labels; 0: the constrained graph alone; "
-                                 "auto: 0.5 under k_growth=verify with three or more certain sets, else 0"})
+                                 "auto: with three or more certain sets 0.5 under k_growth=verify and 0.3 "
+                                 "under k_growth=sets, else 0"})
     n_neighbors = StrictInteger(load_default=10, validate=validate.Range(min=1, max=1000))
     n_candidates = StrictInteger(load_default=50, validate=validate.Range(min=1, max=10000))
     diversity = FiniteFloat(load_default=1.0, validate=validate.Range(min=0, max=1))
