@@ -16,6 +16,7 @@ import numbers
 from collections import deque
 
 import numpy as np
+from scipy import sparse
 from scipy.cluster.hierarchy import DisjointSet
 
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
@@ -85,10 +86,19 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
     Raises
     ------
     InvalidInputError
-        Ragged rows, non-numeric cells, wrong number of dimensions, NaN,
+        A scipy sparse matrix or array (estimators that take a sparse
+        precomputed affinity accept it before calling this), ragged rows,
+        non-numeric cells, wrong number of dimensions, NaN,
         infinity or a value beyond ``±MAX_ABS_VALUE`` (the first offending
         cell is named, see :func:`check_values`), too few or too many rows.
     """
+    if sparse.issparse(X):
+        # np.asarray would wrap it in a 0-d object array ("sparse array length is ambiguous")
+        raise InvalidInputError(
+            f"{name} is a sparse matrix ({type(X).__name__}); sparse data is not supported, "
+            f"pass a dense array ({name}.toarray())",
+            field=name,
+        )
     if isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
         arr = X
     else:

@@ -1,0 +1,56 @@
+"""scikit-learn conventions every public estimator keeps (input handling, fitted attributes).
+
+One small case per estimator, fitted directly (not through the worker registry), so
+that the checks name the estimator class.
+"""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import make_blobs
+
+import clustering as cl
+from clustering.exceptions import InvalidInputError
+from clustering.validation import check_data
+
+X, Y = make_blobs(30, centers=[[0, 0], [6, 6], [-6, 6]], cluster_std=0.6, random_state=2)
+PAIRS = np.array([[0, 1], [2, 3], [4, 5], [6, 7]], dtype=np.int64)
+KIND = np.array([1 if Y[i] == Y[j] else -1 for i, j in PAIRS], dtype=np.int64)
+TRIPLETS = np.array([[a, b, c] for a in range(30) for b in range(30) for c in range(30)
+                     if a < b and Y[a] == Y[b] != Y[c]][::97][:8], dtype=np.int64)
+PAIRWISE = {"pairs": PAIRS, "pair_kind": KIND}
+RELATIVE = {"triplets": TRIPLETS}
+
+CASES = {
+    "ActiveDCRC": (lambda: cl.ActiveDCRC(3, n_init=1, max_iter=10, random_state=0), {}),
+    "CCSKL": (lambda: cl.CCSKL(3, n_neighbors=6, n_components=6, random_state=0), PAIRWISE),
+    "COPKMeans": (lambda: cl.COPKMeans(3, n_init=2, random_state=0), PAIRWISE),
+    "COPRF": (lambda: cl.COPRF(3, n_estimators=10, filter_repeats=10, random_state=0), PAIRWISE),
+    "DCRC": (lambda: cl.DCRC(3, n_init=1, max_iter=10, random_state=0), RELATIVE),
+    "E2CP": (lambda: cl.E2CP(3, n_neighbors=6, random_state=0), PAIRWISE),
+    "ReCon": (lambda: cl.ReCon(3), RELATIVE),
+    "SpectralClustering": (lambda: cl.SpectralClustering(3, n_neighbors=6, random_state=0), {}),
+    "SpectralLearning": (lambda: cl.SpectralLearning(3, n_neighbors=6, random_state=0), PAIRWISE),
+    "URASC": (lambda: cl.URASC(3, budget=0, random_state=0), {}),
+}
+
+
+def test_every_public_estimator_has_a_case():
+    public = {name for name in cl.__all__ if isinstance(getattr(cl, name), type)
+              and hasattr(getattr(cl, name), "fit")}
+    assert public == set(CASES)
+
+
+@pytest.mark.parametrize("fmt", ["csr", "csc", "coo_array"])
+def test_check_data_refuses_sparse_data_by_name(fmt):
+    S = {"csr": sp.csr_matrix, "csc": sp.csc_matrix, "coo_array": sp.coo_array}[fmt](X)
+    with pytest.raises(InvalidInputError, match=r"X is a sparse matrix.*dense") as exc:
+        check_data(S)
+    assert exc.value.field == "X"
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sparse_data_is_a_clear_error(name):
+    make, kw = CASES[name]
+    with pytest.raises(InvalidInputError, match="sparse"):
+        make().fit(sp.csr_matrix(X), **kw)
