@@ -110,6 +110,9 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
             lengths = {len(r) if hasattr(r, "__len__") else -1 for r in X}
             if len(lengths) > 1:
                 raise InvalidInputError(f"{name} has rows of different lengths", field=name)
+            if arr.ndim == 2 and all(isinstance(v, numbers.Real) for v in arr.flat):
+                # an object array of real numbers (e.g. X.astype(object)) is numeric data
+                arr = arr.astype(np.float64)
         if arr.dtype.kind not in "fiub":
             raise InvalidInputError(f"{name} must contain only numbers", field=name)
     if arr.ndim != 2:

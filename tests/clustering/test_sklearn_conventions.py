@@ -54,3 +54,23 @@ def test_sparse_data_is_a_clear_error(name):
     make, kw = CASES[name]
     with pytest.raises(InvalidInputError, match="sparse"):
         make().fit(sp.csr_matrix(X), **kw)
+
+
+def test_check_data_accepts_an_object_array_of_real_numbers():
+    obj = X.astype(object)
+    obj[0, 0] = int(3)
+    out = check_data(obj)
+    assert out.dtype == np.float64 and out[0, 0] == 3.0
+    np.testing.assert_array_equal(out[1:], X[1:])
+    with pytest.raises(InvalidInputError, match="only numbers"):
+        check_data(np.array([[1.0, None], [2.0, 3.0]], dtype=object))
+    with pytest.raises(InvalidInputError, match="only numbers"):
+        check_data(np.array([[1.0, "2"], [2.0, 3.0]], dtype=object))
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_object_array_of_numbers_fits_as_float64(name):
+    make, kw = CASES[name]
+    a = make().fit(X, **kw).labels_
+    b = make().fit(X.astype(object), **kw).labels_
+    np.testing.assert_array_equal(a, b)
