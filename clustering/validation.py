@@ -87,8 +87,8 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
     ------
     InvalidInputError
         A scipy sparse matrix or array (estimators that take a sparse
-        precomputed affinity accept it before calling this), ragged rows,
-        non-numeric cells, wrong number of dimensions, NaN,
+        precomputed affinity accept it before calling this), complex
+        values, ragged rows, non-numeric cells, wrong number of dimensions, NaN,
         infinity or a value beyond ``±MAX_ABS_VALUE`` (the first offending
         cell is named, see :func:`check_values`), too few or too many rows.
     """
@@ -113,6 +113,10 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
             if arr.ndim == 2 and all(isinstance(v, numbers.Real) for v in arr.flat):
                 # an object array of real numbers (e.g. X.astype(object)) is numeric data
                 arr = arr.astype(np.float64)
+        if arr.dtype.kind == "c":
+            raise InvalidInputError(
+                f"{name} has complex values; complex data is not supported, only real numbers", field=name
+            )
         if arr.dtype.kind not in "fiub":
             raise InvalidInputError(f"{name} must contain only numbers", field=name)
     if arr.ndim != 2:

@@ -74,3 +74,8 @@ def test_object_array_of_numbers_fits_as_float64(name):
     a = make().fit(X, **kw).labels_
     b = make().fit(X.astype(object), **kw).labels_
     np.testing.assert_array_equal(a, b)
+
+
+def test_complex_data_is_named_as_such():
+    with pytest.raises(InvalidInputError, match="complex data is not supported"):
+        check_data(X + 1j)
