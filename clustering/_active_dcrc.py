@@ -87,6 +87,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` or :meth:`from_state`.
     labels_ : ndarray of shape (n_samples,), int64
         Clustering after the answers so far.
     proba_ : ndarray of shape (n_samples, n_clusters), float64
@@ -171,6 +173,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
                     else int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0] >> 1))
         self._seed = int(seed)
         self._X = check_data(X, min_samples=3)
+        self.n_features_in_ = self._X.shape[1]
         check_n_clusters(self.n_clusters, self._X.shape[0])
         self._tri = [tuple(int(v) for v in t) for t in triplets]
         self._ans = [int(a) for a in answers]

@@ -151,6 +151,8 @@ class DCRC(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), dtype int64
         Cluster of every training sample, in [0, n_clusters).
     proba_ : ndarray of shape (n_samples, n_clusters), dtype float64
@@ -322,6 +324,7 @@ class DCRC(ClusterMixin, BaseEstimator):
             raise InvalidInputError("DCRC: callback must be callable or None", field="callback")
         X = check_data(X)
         N, d = X.shape
+        self.n_features_in_ = d
         K = check_n_clusters(self.n_clusters, N)
         cons = check_triplet_constraints(triplets, triplet_answer, N)
         tri, ans = cons.triplets, cons.answer.astype(np.int8)

@@ -67,6 +67,8 @@ class ReCon(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), int64
         Flat partition in ``[0, n_clusters_)``.
     n_clusters_ : int
@@ -212,6 +214,7 @@ class ReCon(ClusterMixin, BaseEstimator):
         if self.callback is not None and not callable(self.callback):
             raise InvalidInputError("ReCon: callback must be callable or None", field="callback")
         X = check_data(X)
+        self.n_features_in_ = X.shape[1]
         n, d = X.shape
         k = self.n_clusters
         if k is not None and k > n:

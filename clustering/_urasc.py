@@ -285,6 +285,9 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` or :meth:`from_state`
+        (n_samples for a precomputed affinity).
     labels_ : ndarray of shape (n_samples,), int64
         Clustering after the answers (last spectral-learning pass).
     n_clusters_ : int

@@ -173,9 +173,11 @@ class SessionStateMixin:
             self._X = None
             self._sigma = None
             n = W0.shape[0]
+            self.n_features_in_ = n
         else:
             Xc = check_data(X, min_samples=ACTIVE_MIN_SAMPLES)
             n = Xc.shape[0]
+            self.n_features_in_ = Xc.shape[1]
             self._X = Xc
             fingerprint = self._graph_fingerprint(Xc)
             if base_graph is not None and base_graph.get("fingerprint") == fingerprint:

@@ -97,6 +97,8 @@ class COPKMeans(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), int64
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     inertia_ : float
@@ -237,6 +239,7 @@ class COPKMeans(ClusterMixin, BaseEstimator):
         """
         self._validate()
         X = check_data(X)
+        self.n_features_in_ = X.shape[1]
         n, d = X.shape
         K = check_n_clusters(self.n_clusters, n)
         if isinstance(self.init, np.ndarray) and self.init.shape != (K, d):

@@ -79,3 +79,31 @@ def test_object_array_of_numbers_fits_as_float64(name):
 def test_complex_data_is_named_as_such():
     with pytest.raises(InvalidInputError, match="complex data is not supported"):
         check_data(X + 1j)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fit_sets_n_features_in(name):
+    make, kw = CASES[name]
+    est = make().fit(np.hstack([X, X[:, :1]]), **kw)
+    assert est.n_features_in_ == 3 and isinstance(est.n_features_in_, int)
+
+
+@pytest.mark.parametrize("make", [lambda: cl.SpectralClustering(3, affinity="precomputed", random_state=0),
+                                  lambda: cl.SpectralLearning(3, affinity="precomputed", random_state=0),
+                                  lambda: cl.CCSKL(3, affinity="precomputed", n_components=6, random_state=0),
+                                  lambda: cl.URASC(3, affinity="precomputed", budget=0, random_state=0)],
+                         ids=["SpectralClustering", "SpectralLearning", "CCSKL", "URASC"])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_a_precomputed_affinity_counts_its_columns(make, sparse):
+    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    A = np.exp(-d2 / 4.0)
+    np.fill_diagonal(A, 0.0)
+    est = make().fit(sp.csr_matrix(A) if sparse else A)
+    assert est.n_features_in_ == len(X)
+
+
+@pytest.mark.parametrize("name", ["URASC", "ActiveDCRC"])
+def test_a_restored_session_has_n_features_in(name):
+    est = CASES[name][0]().fit(X)
+    restored = type(est).from_state(X, est.get_state())
+    assert restored.n_features_in_ == X.shape[1]
