@@ -102,6 +102,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Answers recorded (don't know included), against ``budget``.
     model_ : DCRC
         The last fit.
+    n_iter_ : int
+        EM iterations of the last fit (``model_.n_iter_``, at most ``max_iter``).
 
     Raises
     ------
@@ -198,6 +200,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         self.labels_ = np.asarray(self.model_.labels_, dtype=np.int64)
         self.proba_ = self.model_.proba_
         self.n_clusters_ = int(self.n_clusters)
+        self.n_iter_ = int(self.model_.n_iter_)
         self._stale = False
 
     def _publish_answers(self):

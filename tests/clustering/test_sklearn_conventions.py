@@ -107,3 +107,11 @@ def test_a_restored_session_has_n_features_in(name):
     est = CASES[name][0]().fit(X)
     restored = type(est).from_state(X, est.get_state())
     assert restored.n_features_in_ == X.shape[1]
+
+
+def test_active_dcrc_reports_the_em_iterations_of_its_last_fit():
+    est = cl.ActiveDCRC(3, n_init=1, max_iter=3, random_state=0).fit(X)
+    assert est.n_iter_ == est.model_.n_iter_ and 1 <= est.n_iter_ <= 3
+    est.tell([(*q["items"], "yes") for q in est.suggest_queries(2)])
+    est.update()
+    assert est.n_iter_ == est.model_.n_iter_
