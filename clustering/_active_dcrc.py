@@ -32,6 +32,7 @@ import numbers
 import numpy as np
 from scipy.special import entr
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 
 from ._dcrc import DCRC, check_start_weights
@@ -110,6 +111,9 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
     InvalidInputError
         Invalid parameters, data, answers or state (``fit``, ``tell``,
         ``from_state``).
+    sklearn.exceptions.NotFittedError
+        ``suggest_queries``, ``tell``, ``update`` or ``get_state`` before
+        ``fit`` (or ``from_state``).
 
     Notes
     -----
@@ -210,7 +214,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     def _check_initialized(self):
         if not hasattr(self, "_X"):
-            raise InvalidInputError("ActiveDCRC: call fit(X) or from_state(X, state) first", field="state")
+            raise NotFittedError("This ActiveDCRC instance is not fitted yet: call fit(X) or from_state(X, state) first")
 
     def _rng(self):
         # a function of the session's seed and the answers so far: the same
@@ -240,7 +244,9 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
-            ``n_queries`` < 1, or no model yet.
+            ``n_queries`` < 1.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()
         if isinstance(n_queries, bool) or not isinstance(n_queries, numbers.Integral) or n_queries < 1:
@@ -416,6 +422,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         InvalidInputError
             Malformed item (not four values), index out of range, repeated
             index in a triplet, unknown answer; nothing is recorded then.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()
         items = list(answers)
@@ -441,7 +449,17 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         return outcomes
 
     def update(self):
-        """Refit DCRC with every answer so far if any arrived; returns ``self``."""
+        """Refit DCRC with every answer so far if any arrived.
+
+        Returns
+        -------
+        self : ActiveDCRC
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
+        """
         self._check_initialized()
         if self._stale:
             self._refit()
@@ -462,7 +480,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
         Raises
         ------
-        InvalidInputError
+        sklearn.exceptions.NotFittedError
             Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()

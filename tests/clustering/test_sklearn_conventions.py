@@ -115,3 +115,13 @@ def test_active_dcrc_reports_the_em_iterations_of_its_last_fit():
     est.tell([(*q["items"], "yes") for q in est.suggest_queries(2)])
     est.update()
     assert est.n_iter_ == est.model_.n_iter_
+
+
+@pytest.mark.parametrize("call", [lambda e: e.suggest_queries(1), lambda e: e.tell([]), lambda e: e.update(),
+                                  lambda e: e.get_state()], ids=["suggest_queries", "tell", "update", "get_state"])
+@pytest.mark.parametrize("name", ["URASC", "ActiveDCRC"])
+def test_session_methods_before_fit_raise_not_fitted(name, call):
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        call(CASES[name][0]())
