@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
 
 from ._params import Interval, Options, validate_params
 from ._recon_linkage import _flat_cut, _recon_linkage, _resolved_counts
@@ -377,7 +378,15 @@ class ReCon(ClusterMixin, BaseEstimator):
         -------
         newick : str
             Ends with ``";"``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            ``item_names`` does not have n_samples entries.
         """
+        check_is_fitted(self, "linkage_")
         Z = self.linkage_
         n = Z.shape[0] + 1
         if item_names is None:

@@ -125,3 +125,11 @@ def test_session_methods_before_fit_raise_not_fitted(name, call):
 
     with pytest.raises(NotFittedError):
         call(CASES[name][0]())
+
+
+def test_recon_to_newick_before_fit_raises_not_fitted():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        cl.ReCon(2).to_newick()
+    assert cl.ReCon(2).fit(X[:3]).to_newick().endswith(";")
