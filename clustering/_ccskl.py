@@ -604,6 +604,13 @@ class CCSKL(ClusterMixin, BaseEstimator):
         Returns
         -------
         K_sub : ndarray of shape (len(i_idx), len(j_idx)), float64
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            An index outside ``[0, n_samples)``.
         """
         from sklearn.utils.validation import check_is_fitted
 

@@ -80,9 +80,9 @@ class ReCon(ClusterMixin, BaseEstimator):
     distances_ : ndarray of shape (n_samples - 1,), float64
         Centroid distance of every merge (may decrease: centroid linkage and
         constraints produce inversions).
-    linkage_ : ndarray of shape (n_samples - 1, 4), float64
-        Scipy linkage matrix ``[children_, distances_, size]``; ``linkage_matrix_``
-        is the same array.
+    linkage_, linkage_matrix_ : ndarray of shape (n_samples - 1, 4), float64
+        Scipy linkage matrix ``[children_, distances_, size]`` (one array
+        under both names).
     is_monotonic_ : bool
         Whether the merge heights never decrease.
     resolved_counts_ : ndarray of shape (n_samples - 1,), int64
@@ -105,6 +105,9 @@ class ReCon(ClusterMixin, BaseEstimator):
         through outlier re-attachment), sorted, duplicates included as in
         ``dropped_``.
     n_compatibility_tests_ : int
+        BUILD compatibility tests run during the agglomeration.
+    n_samples_ : int
+        Rows of ``X`` (leaves of the hierarchy).
     diagnostics_ : dict
         JSON-serialisable summary (counts of yes/no/don't-know answers, tests,
         conflicts, dropped rows, cut details, timings).
@@ -208,7 +211,10 @@ class ReCon(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
+            Bad parameters, data, ``feature_weights``, triplets, answers or
+            ``triplet_weight``; ``n_clusters`` > n_samples.
         InfeasibleConstraintsError
+            Inconsistent constraints with ``on_inconsistent="raise"``.
         """
         t0 = time.monotonic()
         validate_params(self, self._parameter_constraints)
@@ -363,7 +369,24 @@ class ReCon(ClusterMixin, BaseEstimator):
         return np.flatnonzero(keep), np.asarray(sorted(final_drop), dtype=np.int64)
 
     def fit_predict(self, X, y=None, **fit_params):
-        """Fit and return ``labels_``."""
+        """Fit and return ``labels_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        **fit_params
+            ``triplets``, ``triplet_answer``, ``triplet_weight`` as for :meth:`fit`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), int64
+
+        Raises
+        ------
+        InvalidInputError, InfeasibleConstraintsError
+            As :meth:`fit`.
+        """
         return self.fit(X, y, **fit_params).labels_
 
     def to_newick(self, item_names=None):

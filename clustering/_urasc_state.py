@@ -110,6 +110,12 @@ class SessionStateMixin:
             session pass). It is used only when its fingerprint (a hash of
             ``X`` and of those parameters) matches; otherwise it is ignored.
 
+        Returns
+        -------
+        estimator : URASC
+            The restored session (``n_features_in_``, ``labels_``, answers
+            and budget as saved).
+
         Raises
         ------
         InvalidInputError

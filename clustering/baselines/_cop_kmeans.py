@@ -236,6 +236,15 @@ class COPKMeans(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InfeasibleConstraintsError
+            Contradictory constraints, or no run could place every sample
+            (see the class docstring).
+        InvalidInputError
+            Bad data, constraint indices, kinds, weights, ``init`` shape or
+            parameters.
         """
         self._validate()
         X = check_data(X)

@@ -245,6 +245,11 @@ class E2CP(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad data, constraint indices, kinds, weights or parameters.
         """
         self._validate()
         X = check_data(X)

@@ -219,6 +219,13 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad ``X`` (NaN, ragged, sparse data; a precomputed affinity that
+            is not square, symmetric and >= 0), ``n_clusters`` or parameter
+            values, or ``sigma="njw_search"`` with a precomputed affinity.
         """
         self._validate()
         X = _check_input(X, self.affinity)

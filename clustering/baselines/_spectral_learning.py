@@ -233,6 +233,12 @@ class SpectralLearning(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad data or precomputed affinity, constraint indices, kinds,
+            weights or parameters.
         """
         self._validate()
         X = _check_input(X, self.affinity)

@@ -133,3 +133,47 @@ def test_recon_to_newick_before_fit_raises_not_fitted():
     with pytest.raises(NotFittedError):
         cl.ReCon(2).to_newick()
     assert cl.ReCon(2).fit(X[:3]).to_newick().endswith(";")
+
+
+# ------------------------------------------------------------------ docstrings
+METHODS = ("fit", "fit_predict", "predict", "predict_proba", "predict_triplets", "kernel", "to_newick",
+           "suggest_queries", "tell", "update", "get_state", "from_state")
+
+
+def _doc_names(section):
+    return {name.strip() for p in section for name in p.name.split(",")}
+
+
+def _own_methods(cls):
+    for meth in METHODS:
+        owner = next((k for k in cls.__mro__ if meth in k.__dict__), None)
+        if owner is not None and owner.__module__.startswith("clustering"):
+            f = owner.__dict__[meth]
+            yield meth, getattr(f, "__func__", f)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_docstrings_name_every_parameter_fitted_attribute_and_raises(name):
+    import inspect
+
+    from sklearn.externals._numpydoc.docscrape import ClassDoc, FunctionDoc  # numpydoc, vendored by sklearn
+
+    cls = getattr(cl, name)
+    doc = ClassDoc(cls)
+    assert _doc_names(doc["Parameters"]) == set(inspect.signature(cls).parameters)
+    make, kw = CASES[name]
+    est = make().fit(X, **kw)
+    fitted = {k for k in vars(est) if k.endswith("_") and not k.startswith("_")}
+    assert fitted - _doc_names(doc["Attributes"]) == set()
+    problems = []
+    for meth, f in _own_methods(cls):
+        fdoc = FunctionDoc(f)
+        sig = {p.name for p in inspect.signature(f).parameters.values()
+               if p.name not in ("self", "cls") and p.kind is not p.VAR_KEYWORD}
+        if not sig <= _doc_names(fdoc["Parameters"]):
+            problems.append(f"{meth}: undocumented parameters {sorted(sig - _doc_names(fdoc['Parameters']))}")
+        if not fdoc["Returns"]:
+            problems.append(f"{meth}: no Returns section")
+        if not fdoc["Raises"]:
+            problems.append(f"{meth}: no Raises section")
+    assert not problems, problems
