@@ -32,6 +32,7 @@ import numbers
 import numpy as np
 from scipy.special import entr
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 
 from ._dcrc import DCRC, check_start_weights
@@ -87,6 +88,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` or :meth:`from_state`.
     labels_ : ndarray of shape (n_samples,), int64
         Clustering after the answers so far.
     proba_ : ndarray of shape (n_samples, n_clusters), float64
@@ -100,12 +103,17 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Answers recorded (don't know included), against ``budget``.
     model_ : DCRC
         The last fit.
+    n_iter_ : int
+        EM iterations of the last fit (``model_.n_iter_``, at most ``max_iter``).
 
     Raises
     ------
     InvalidInputError
         Invalid parameters, data, answers or state (``fit``, ``tell``,
         ``from_state``).
+    sklearn.exceptions.NotFittedError
+        ``suggest_queries``, ``tell``, ``update`` or ``get_state`` before
+        ``fit`` (or ``from_state``).
 
     Notes
     -----
@@ -171,6 +179,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
                     else int(np.random.SeedSequence().generate_state(1, dtype=np.uint32)[0] >> 1))
         self._seed = int(seed)
         self._X = check_data(X, min_samples=3)
+        self.n_features_in_ = self._X.shape[1]
         check_n_clusters(self.n_clusters, self._X.shape[0])
         self._tri = [tuple(int(v) for v in t) for t in triplets]
         self._ans = [int(a) for a in answers]
@@ -195,6 +204,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         self.labels_ = np.asarray(self.model_.labels_, dtype=np.int64)
         self.proba_ = self.model_.proba_
         self.n_clusters_ = int(self.n_clusters)
+        self.n_iter_ = int(self.model_.n_iter_)
         self._stale = False
 
     def _publish_answers(self):
@@ -204,7 +214,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     def _check_initialized(self):
         if not hasattr(self, "_X"):
-            raise InvalidInputError("ActiveDCRC: call fit(X) or from_state(X, state) first", field="state")
+            raise NotFittedError("This ActiveDCRC instance is not fitted yet: call fit(X) or from_state(X, state) first")
 
     def _rng(self):
         # a function of the session's seed and the answers so far: the same
@@ -234,7 +244,9 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
-            ``n_queries`` < 1, or no model yet.
+            ``n_queries`` < 1.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()
         if isinstance(n_queries, bool) or not isinstance(n_queries, numbers.Integral) or n_queries < 1:
@@ -410,6 +422,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         InvalidInputError
             Malformed item (not four values), index out of range, repeated
             index in a triplet, unknown answer; nothing is recorded then.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()
         items = list(answers)
@@ -435,7 +449,17 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
         return outcomes
 
     def update(self):
-        """Refit DCRC with every answer so far if any arrived; returns ``self``."""
+        """Refit DCRC with every answer so far if any arrived.
+
+        Returns
+        -------
+        self : ActiveDCRC
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
+        """
         self._check_initialized()
         if self._stale:
             self._refit()
@@ -456,7 +480,7 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
         Raises
         ------
-        InvalidInputError
+        sklearn.exceptions.NotFittedError
             Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()

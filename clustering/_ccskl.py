@@ -155,6 +155,9 @@ class CCSKL(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` (n_samples for a precomputed
+        affinity).
     labels_ : ndarray of shape (n_samples,), int64
         Cluster of each sample, in ``[0, n_clusters)``.
     n_clusters_ : int
@@ -488,9 +491,11 @@ class CCSKL(ClusterMixin, BaseEstimator):
         if self.affinity == "precomputed":
             W0 = self._check_affinity(X)
             n = W0.shape[0]
+            self.n_features_in_ = n
         else:
             X = check_data(X)
             n = X.shape[0]
+            self.n_features_in_ = X.shape[1]
         K = check_n_clusters(self.n_clusters, n)
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
         m = int(min(max(self.n_components, K), n - 1))
@@ -599,6 +604,13 @@ class CCSKL(ClusterMixin, BaseEstimator):
         Returns
         -------
         K_sub : ndarray of shape (len(i_idx), len(j_idx)), float64
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            An index outside ``[0, n_samples)``.
         """
         from sklearn.utils.validation import check_is_fitted
 

@@ -190,6 +190,8 @@ class COPRF(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), int64
         Cluster of each sample, in ``[0, n_clusters)``.
     n_clusters_ : int
@@ -404,6 +406,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         """
         validate_params(self, self._parameter_constraints)
         X = check_data(X)
+        self.n_features_in_ = X.shape[1]
         n, d = X.shape
         K = check_n_clusters(self.n_clusters, n)
         if self.affinity_samples == "in_bag" and n > DENSE_AFFINITY_LIMIT:

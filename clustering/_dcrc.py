@@ -151,6 +151,8 @@ class DCRC(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), dtype int64
         Cluster of every training sample, in [0, n_clusters).
     proba_ : ndarray of shape (n_samples, n_clusters), dtype float64
@@ -322,6 +324,7 @@ class DCRC(ClusterMixin, BaseEstimator):
             raise InvalidInputError("DCRC: callback must be callable or None", field="callback")
         X = check_data(X)
         N, d = X.shape
+        self.n_features_in_ = d
         K = check_n_clusters(self.n_clusters, N)
         cons = check_triplet_constraints(triplets, triplet_answer, N)
         tri, ans = cons.triplets, cons.answer.astype(np.int8)
@@ -534,7 +537,16 @@ class DCRC(ClusterMixin, BaseEstimator):
 
         Returns
         -------
-        proba : ndarray of shape (n_samples, n_clusters), rows sum to 1
+        proba : ndarray of shape (n_samples, n_clusters), float64
+            Rows sum to 1.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            ``X`` not finite, not 2-D, or with a number of columns other than
+            ``n_features_in_``.
         """
         X = self._check_fitted_X(X)
         z = self._standardize(X) @ self.coef_.T + self.intercept_
@@ -544,9 +556,20 @@ class DCRC(ClusterMixin, BaseEstimator):
     def predict(self, X):
         """Most probable cluster of new points.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
         Returns
         -------
         labels : ndarray of shape (n_samples,), dtype int64
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            As :meth:`predict_proba`.
         """
         return self.predict_proba(X).argmax(axis=1).astype(np.int64)
 
@@ -565,6 +588,14 @@ class DCRC(ClusterMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_triplets, 3) float64, or (n_triplets,) int8
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            As :meth:`predict_proba`, or malformed ``triplets`` (index out of
+            range for ``X``, repeated index).
         """
         p = self.predict_proba(X)
         tri, _ = check_triplets(triplets, p.shape[0])

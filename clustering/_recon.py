@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from sklearn.utils.validation import check_is_fitted
 
 from ._params import Interval, Options, validate_params
 from ._recon_linkage import _flat_cut, _recon_linkage, _resolved_counts
@@ -67,6 +68,8 @@ class ReCon(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), int64
         Flat partition in ``[0, n_clusters_)``.
     n_clusters_ : int
@@ -77,9 +80,9 @@ class ReCon(ClusterMixin, BaseEstimator):
     distances_ : ndarray of shape (n_samples - 1,), float64
         Centroid distance of every merge (may decrease: centroid linkage and
         constraints produce inversions).
-    linkage_ : ndarray of shape (n_samples - 1, 4), float64
-        Scipy linkage matrix ``[children_, distances_, size]``; ``linkage_matrix_``
-        is the same array.
+    linkage_, linkage_matrix_ : ndarray of shape (n_samples - 1, 4), float64
+        Scipy linkage matrix ``[children_, distances_, size]`` (one array
+        under both names).
     is_monotonic_ : bool
         Whether the merge heights never decrease.
     resolved_counts_ : ndarray of shape (n_samples - 1,), int64
@@ -102,6 +105,9 @@ class ReCon(ClusterMixin, BaseEstimator):
         through outlier re-attachment), sorted, duplicates included as in
         ``dropped_``.
     n_compatibility_tests_ : int
+        BUILD compatibility tests run during the agglomeration.
+    n_samples_ : int
+        Rows of ``X`` (leaves of the hierarchy).
     diagnostics_ : dict
         JSON-serialisable summary (counts of yes/no/don't-know answers, tests,
         conflicts, dropped rows, cut details, timings).
@@ -205,13 +211,17 @@ class ReCon(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
+            Bad parameters, data, ``feature_weights``, triplets, answers or
+            ``triplet_weight``; ``n_clusters`` > n_samples.
         InfeasibleConstraintsError
+            Inconsistent constraints with ``on_inconsistent="raise"``.
         """
         t0 = time.monotonic()
         validate_params(self, self._parameter_constraints)
         if self.callback is not None and not callable(self.callback):
             raise InvalidInputError("ReCon: callback must be callable or None", field="callback")
         X = check_data(X)
+        self.n_features_in_ = X.shape[1]
         n, d = X.shape
         k = self.n_clusters
         if k is not None and k > n:
@@ -359,7 +369,24 @@ class ReCon(ClusterMixin, BaseEstimator):
         return np.flatnonzero(keep), np.asarray(sorted(final_drop), dtype=np.int64)
 
     def fit_predict(self, X, y=None, **fit_params):
-        """Fit and return ``labels_``."""
+        """Fit and return ``labels_``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : ignored
+        **fit_params
+            ``triplets``, ``triplet_answer``, ``triplet_weight`` as for :meth:`fit`.
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,), int64
+
+        Raises
+        ------
+        InvalidInputError, InfeasibleConstraintsError
+            As :meth:`fit`.
+        """
         return self.fit(X, y, **fit_params).labels_
 
     def to_newick(self, item_names=None):
@@ -374,7 +401,15 @@ class ReCon(ClusterMixin, BaseEstimator):
         -------
         newick : str
             Ends with ``";"``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit``.
+        InvalidInputError
+            ``item_names`` does not have n_samples entries.
         """
+        check_is_fitted(self, "linkage_")
         Z = self.linkage_
         n = Z.shape[0] + 1
         if item_names is None:

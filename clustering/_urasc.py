@@ -285,6 +285,9 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` or :meth:`from_state`
+        (n_samples for a precomputed affinity).
     labels_ : ndarray of shape (n_samples,), int64
         Clustering after the answers (last spectral-learning pass).
     n_clusters_ : int
@@ -526,6 +529,13 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
             "certain_set": index of j's set, "sample": i, "score": G*H, "G",
             "H"}`` (scores None for the random strategy). Empty when the budget
             is spent or every sample is certain.
+
+        Raises
+        ------
+        InvalidInputError
+            ``n_queries`` is not an integer >= 1.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()
         if not isinstance(n_queries, numbers.Integral) or isinstance(n_queries, bool) or n_queries < 1:
@@ -602,6 +612,8 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         InvalidInputError
             Malformed item: index out of range, self-pair, unknown or integer
             answer; nothing of the batch is recorded then.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
         """
         self._check_initialized()
         answers = list(answers)
@@ -626,7 +638,17 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         return outcomes
 
     def update(self):
-        """Recluster with every answer so far if needed; returns ``self``."""
+        """Recluster with every answer so far if needed.
+
+        Returns
+        -------
+        self : URASC
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
+        """
         self._check_initialized()
         self._update()
         return self

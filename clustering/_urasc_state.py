@@ -110,6 +110,12 @@ class SessionStateMixin:
             session pass). It is used only when its fingerprint (a hash of
             ``X`` and of those parameters) matches; otherwise it is ignored.
 
+        Returns
+        -------
+        estimator : URASC
+            The restored session (``n_features_in_``, ``labels_``, answers
+            and budget as saved).
+
         Raises
         ------
         InvalidInputError
@@ -173,9 +179,11 @@ class SessionStateMixin:
             self._X = None
             self._sigma = None
             n = W0.shape[0]
+            self.n_features_in_ = n
         else:
             Xc = check_data(X, min_samples=ACTIVE_MIN_SAMPLES)
             n = Xc.shape[0]
+            self.n_features_in_ = Xc.shape[1]
             self._X = Xc
             fingerprint = self._graph_fingerprint(Xc)
             if base_graph is not None and base_graph.get("fingerprint") == fingerprint:

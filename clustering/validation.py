@@ -16,6 +16,7 @@ import numbers
 from collections import deque
 
 import numpy as np
+from scipy import sparse
 from scipy.cluster.hierarchy import DisjointSet
 
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
@@ -85,10 +86,19 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
     Raises
     ------
     InvalidInputError
-        Ragged rows, non-numeric cells, wrong number of dimensions, NaN,
+        A scipy sparse matrix or array (estimators that take a sparse
+        precomputed affinity accept it before calling this), complex
+        values, ragged rows, non-numeric cells, wrong number of dimensions, NaN,
         infinity or a value beyond ``±MAX_ABS_VALUE`` (the first offending
         cell is named, see :func:`check_values`), too few or too many rows.
     """
+    if sparse.issparse(X):
+        # np.asarray would wrap it in a 0-d object array ("sparse array length is ambiguous")
+        raise InvalidInputError(
+            f"{name} is a sparse matrix ({type(X).__name__}); sparse data is not supported, "
+            f"pass a dense array ({name}.toarray())",
+            field=name,
+        )
     if isinstance(X, np.ndarray) and X.dtype.kind in "fiub":
         arr = X
     else:
@@ -100,6 +110,13 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
             lengths = {len(r) if hasattr(r, "__len__") else -1 for r in X}
             if len(lengths) > 1:
                 raise InvalidInputError(f"{name} has rows of different lengths", field=name)
+            if arr.ndim == 2 and all(isinstance(v, numbers.Real) for v in arr.flat):
+                # an object array of real numbers (e.g. X.astype(object)) is numeric data
+                arr = arr.astype(np.float64)
+        if arr.dtype.kind == "c":
+            raise InvalidInputError(
+                f"{name} has complex values; complex data is not supported, only real numbers", field=name
+            )
         if arr.dtype.kind not in "fiub":
             raise InvalidInputError(f"{name} must contain only numbers", field=name)
     if arr.ndim != 2:

@@ -97,6 +97,8 @@ class COPKMeans(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), int64
     cluster_centers_ : ndarray of shape (n_clusters, n_features)
     inertia_ : float
@@ -234,9 +236,19 @@ class COPKMeans(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InfeasibleConstraintsError
+            Contradictory constraints, or no run could place every sample
+            (see the class docstring).
+        InvalidInputError
+            Bad data, constraint indices, kinds, weights, ``init`` shape or
+            parameters.
         """
         self._validate()
         X = check_data(X)
+        self.n_features_in_ = X.shape[1]
         n, d = X.shape
         K = check_n_clusters(self.n_clusters, n)
         if isinstance(self.init, np.ndarray) and self.init.shape != (K, d):

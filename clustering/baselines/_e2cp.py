@@ -141,6 +141,8 @@ class E2CP(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit``.
     labels_ : ndarray of shape (n_samples,), int64
     affinity_matrix_ : ndarray of shape (n_samples, n_samples), float64, or csr_matrix
         The adjusted affinity W-tilde (Eq. B15), symmetric, zero diagonal,
@@ -243,9 +245,15 @@ class E2CP(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad data, constraint indices, kinds, weights or parameters.
         """
         self._validate()
         X = check_data(X)
+        self.n_features_in_ = X.shape[1]
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
         cons = check_pairwise(pairs, pair_kind, pair_weight, n)

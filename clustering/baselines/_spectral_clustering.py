@@ -132,6 +132,9 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` (n_samples for a precomputed
+        affinity).
     labels_ : ndarray of shape (n_samples,), int64
         Cluster of every sample, in ``[0, n_clusters)``.
     affinity_matrix_ : ndarray of shape (n_samples, n_samples) or csr_matrix
@@ -216,9 +219,17 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad ``X`` (NaN, ragged, sparse data; a precomputed affinity that
+            is not square, symmetric and >= 0), ``n_clusters`` or parameter
+            values, or ``sigma="njw_search"`` with a precomputed affinity.
         """
         self._validate()
         X = _check_input(X, self.affinity)
+        self.n_features_in_ = X.shape[1]
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
         if self.affinity == "precomputed" and self.sigma == "njw_search":

@@ -103,6 +103,9 @@ class SpectralLearning(ClusterMixin, BaseEstimator):
 
     Attributes
     ----------
+    n_features_in_ : int
+        Number of columns of ``X`` seen in ``fit`` (n_samples for a precomputed
+        affinity).
     labels_ : ndarray of shape (n_samples,), int64
     affinity_matrix_ : ndarray of shape (n_samples, n_samples) or csr_matrix
         The overwritten affinity (symmetric, zero diagonal, in [0, 1]).
@@ -230,9 +233,16 @@ class SpectralLearning(ClusterMixin, BaseEstimator):
         Returns
         -------
         self
+
+        Raises
+        ------
+        InvalidInputError
+            Bad data or precomputed affinity, constraint indices, kinds,
+            weights or parameters.
         """
         self._validate()
         X = _check_input(X, self.affinity)
+        self.n_features_in_ = X.shape[1]
         n = X.shape[0]
         K = check_n_clusters(self.n_clusters, n)
         cons = check_pairwise(pairs, pair_kind, pair_weight, n)

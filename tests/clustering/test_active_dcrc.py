@@ -5,6 +5,7 @@ import json
 import numpy as np
 import pytest
 from sklearn.datasets import make_blobs
+from sklearn.exceptions import NotFittedError
 from sklearn.metrics import adjusted_rand_score
 
 from clustering import ActiveDCRC, InvalidInputError
@@ -93,7 +94,7 @@ def test_tell_outcomes_and_validation():
         est.suggest_queries(0)
     with pytest.raises(InvalidInputError):
         ActiveDCRC(3, strategy="greedy").fit(X)
-    with pytest.raises(InvalidInputError, match="fit"):
+    with pytest.raises(NotFittedError, match="fit"):  # as URASC, scikit-learn's error
         ActiveDCRC(3).suggest_queries(1)
 
 
