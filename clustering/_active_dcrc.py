@@ -214,7 +214,8 @@ class ActiveDCRC(ClusterMixin, BaseEstimator):
 
     def _check_initialized(self):
         if not hasattr(self, "_X"):
-            raise NotFittedError("This ActiveDCRC instance is not fitted yet: call fit(X) or from_state(X, state) first")
+            raise NotFittedError(
+                "This ActiveDCRC instance is not fitted yet: call fit(X) or from_state(X, state) first")
 
     def _rng(self):
         # a function of the session's seed and the answers so far: the same

@@ -32,8 +32,8 @@ class ResultSchema(Schema):
     labels = fields.List(fields.Integer(), metadata={"description": "cluster of each row, in row order"})
     item_ids = fields.List(fields.String(), allow_none=True)
     n_clusters = fields.Integer()
-    cluster_sizes = fields.List(fields.Integer(), metadata={"description": "rows in each cluster 0 .. n_clusters - 1, "
-                                                                         "0 for a cluster no row went to"})
+    cluster_sizes = fields.List(fields.Integer(), metadata={
+        "description": "rows in each cluster 0 .. n_clusters - 1, 0 for a cluster no row went to"})
     constraint_satisfaction = fields.Float(allow_none=True,
                                            metadata={"description": "fraction of given pairwise constraints honoured"})
     violated_constraints = fields.Nested(

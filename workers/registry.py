@@ -194,7 +194,8 @@ METHODS = {
     }, model_attrs=("coef_", "intercept_", "mean_", "scale_", "n_clusters_")),
     "recon": MethodSpec("clustering._recon:ReCon", ("triplets",), None, {
         "children": "children_", "distances": "distances_", "linkage_matrix": "linkage_",
-        "newick": _newick, "outliers": "outliers_", "feasible": "feasible_", "conflict": _triplet_rows("conflict_"),
+        "newick": _newick, "outliers": "outliers_", "feasible": "feasible_",
+        "conflict": _triplet_rows("conflict_"),
         "dropped_triplets": _triplet_rows("dropped_"), "cut_violations": _triplet_rows("cut_violations_"),
     }, conflict_params={"keep": {"on_inconsistent": "repair"}},
         triplet_row_diagnostics=("conflicting_triplets", "dropped_triplets", "cut_violations")),

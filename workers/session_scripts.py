@@ -3,8 +3,8 @@
 Each runs atomically inside Redis (``register_script``): recording an answer
 with its outcome and the budget, leasing questions to a worker, taking the
 waiting questions for a pass, holding the re-clustering slot, ending a
-re-clustering pass, withdrawing
-questions, updating a record only while it exists. Kept apart from the store's Python so that each file stays readable;
+re-clustering pass, withdrawing questions, updating a record only while it
+exists. Kept apart from the store's Python so that each file stays readable;
 the comments above each script give its keys, arguments and result.
 """
 
@@ -116,7 +116,8 @@ for i, qid in ipairs(pool) do
   docs[i] = raw
   if raw then
     local q = cjson.decode(raw)
-    if q['status'] == 'open' and (q['n_answers'] > 0 or redis.call('ZCOUNT', prefix .. qid, young, '+inf') > 0) then
+    local leased = redis.call('ZCOUNT', prefix .. qid, young, '+inf') > 0
+    if q['status'] == 'open' and (q['n_answers'] > 0 or leased) then
       busy[i] = true
       in_flight = in_flight + 1
     end

@@ -644,7 +644,8 @@ class SessionStore:
     def claim_update(self, sid, token):
         """Start a pass as task ``token``: True (and the slot's expiry restarts) if the slot is its own
         or free; False if another task holds it (that task runs the pass)."""
-        return bool(self._slot_script(keys=[self._key(sid, ":update")], args=["claim", token, "", self._slot_ttl()]))
+        return bool(self._slot_script(keys=[self._key(sid, ":update")],
+                                      args=["claim", token, "", self._slot_ttl()]))
 
     def hand_over_update(self, sid, token, new_token):
         """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued); False if
