@@ -1,6 +1,7 @@
 """HTTP helpers for the end-to-end tests (real gunicorn, Redis and Celery worker)."""
 
 import time
+from contextlib import contextmanager
 
 import requests
 
@@ -116,3 +117,22 @@ def signature_ok(headers, body, secret=b"test-secret"):
     signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body}".encode()
     expected = base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest()).decode()
     return headers.get("webhook-signature") == f"v1,{expected}"
+
+
+@contextmanager
+def own_stack(env, log_dir, *, web_workers=2):
+    """A stack of its own for a test that changes timings: a fresh Redis (not the session's), one
+    Celery worker and gunicorn, every process with the settings ``env``; yields ``(stack, base_url)``."""
+    from scripts.stack import Stack, wait_ready
+
+    st = Stack(env=env, log_dir=log_dir)
+    st.env.pop("REDIS_URL", None)
+    st.redis_url = None
+    try:
+        st.start_redis()
+        st.start_worker(concurrency=1)
+        base = st.start_web(workers=web_workers)
+        wait_ready(base, timeout=90)
+        yield st, base
+    finally:
+        st.stop()

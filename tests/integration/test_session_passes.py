@@ -16,9 +16,7 @@ import pytest
 import requests
 from sklearn.datasets import make_blobs
 
-from scripts.stack import Stack, wait_ready
-
-from .helpers import upload
+from .helpers import own_stack, upload
 
 pytestmark = pytest.mark.integration
 
@@ -34,15 +32,8 @@ SHORT_LIMITS = {
 
 @pytest.fixture(scope="module")
 def short_stack(tmp_path_factory):
-    st = Stack(env=SHORT_LIMITS, log_dir=tmp_path_factory.mktemp("short"))
-    st.env.pop("REDIS_URL", None)
-    st.redis_url = None
-    st.start_redis()
-    st.start_worker(concurrency=1)
-    base = st.start_web(workers=2)
-    wait_ready(base, timeout=90)
-    yield st, base
-    st.stop()
+    with own_stack(SHORT_LIMITS, tmp_path_factory.mktemp("short")) as stack_and_base:
+        yield stack_and_base
 
 
 def _session(base, X, y, **options):

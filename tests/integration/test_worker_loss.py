@@ -16,9 +16,7 @@ import numpy as np
 import pytest
 import requests
 
-from scripts.stack import Stack, wait_ready
-
-from .helpers import submit, upload, wait_done
+from .helpers import own_stack, submit, upload, wait_done
 
 pytestmark = pytest.mark.integration
 
@@ -57,19 +55,8 @@ def restore_lock_expiry_ms(client, timeout=15.0):
 
 @pytest.fixture()
 def fast_stack(tmp_path):
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "REDIS_URL"}
-    st = Stack(env={**FAST_REDELIVERY}, log_dir=tmp_path)
-    st.env.pop("REDIS_URL", None)
-    st.redis_url = None
-    st.start_redis()
-    st.start_worker(concurrency=1)
-    base = st.start_web(workers=1)
-    wait_ready(base, timeout=90)
-    del env
-    yield st, base
-    st.stop()
+    with own_stack(FAST_REDELIVERY, tmp_path, web_workers=1) as stack_and_base:
+        yield stack_and_base
 
 
 @pytest.mark.parametrize("restore_lock_left", [False, True], ids=["clean-kill", "killed-mid-sweep"])
