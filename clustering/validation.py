@@ -52,7 +52,7 @@ DENSE_AFFINITY_LIMIT = 3000
 E2CP_MAX_SAMPLES = 5000
 # COP-RF's default kNN graph on the forest affinity has k = n / 10 neighbours per row
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
-# at 20000 (300 s with 1000 trees), about 5 GiB at 25000; an integer n_neighbors has no such limit.
+# at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.
 COP_RF_AUTO_MAX_SAMPLES = 20000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.

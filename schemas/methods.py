@@ -205,8 +205,8 @@ METHODS = {
         # clustering.validation.COP_RF_AUTO_MAX_SAMPLES (a test compares them)
         "max_samples": 20000,
         "max_samples_reason": "its kNN graph on the forest affinity has n/10 neighbours per row (the paper's k = "
-                              "N/10), n^2/10 entries: 3.4 GiB peak at 20000 rows (300 s with 1000 trees), about "
-                              "5 GiB at 25000, more than the 4 GiB a worker has (bench/results/scale_limits.json); "
+                              "N/10), n^2/10 entries: 3.4 GiB peak at 20000 rows (300 s with 1000 trees), "
+                              "5.0 GiB at 25000, more than the 4 GiB a worker has (bench/results/scale_limits.json); "
                               "use ccskl or spectral_learning (pairwise, soft), which run on 100000 rows in under 2 "
                               "GiB, or a sample of at most 20000 rows",
     },
