@@ -32,7 +32,7 @@ from ._rca import check_n_features as check_rca_features
 from ._rca import rca_components
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import DENSE_AFFINITY_LIMIT, check_data, check_n_clusters
+from .validation import COP_RF_AUTO_MAX_SAMPLES, DENSE_AFFINITY_LIMIT, check_data, check_n_clusters
 
 __all__ = ["COPRF"]
 
@@ -401,8 +401,9 @@ class COPRF(ClusterMixin, BaseEstimator):
             Bad parameters, data or constraints (never for contradictory
             constraints, which are reported in ``diagnostics_``),
             ``affinity_samples="in_bag"`` or ``n_neighbors="select"`` with
-            more than 3000 samples and no dense affinity, or
-            ``rca_components`` with more than 2000 features.
+            more than 3000 samples and no dense affinity,
+            ``n_neighbors="auto"`` with more than ``COP_RF_AUTO_MAX_SAMPLES``
+            samples, or ``rca_components`` with more than 2000 features.
         """
         validate_params(self, self._parameter_constraints)
         X = check_data(X)
@@ -422,6 +423,12 @@ class COPRF(ClusterMixin, BaseEstimator):
                 f"n_neighbors='select' clusters the dense forest affinity: it needs n <= {DENSE_AFFINITY_LIMIT} "
                 f"with store_affinity='auto' (got n = {n}, store_affinity={self.store_affinity!r}), or "
                 "store_affinity='dense'",
+                field="n_neighbors",
+            )
+        if self.n_neighbors == "auto" and n > COP_RF_AUTO_MAX_SAMPLES:
+            raise InvalidInputError(
+                f"n_neighbors='auto' builds a kNN graph with n / 10 neighbours per sample, n^2 / 10 entries, and "
+                f"is limited to {COP_RF_AUTO_MAX_SAMPLES} samples (got {n}); give an integer n_neighbors",
                 field="n_neighbors",
             )
         if self.rca_components is not None:

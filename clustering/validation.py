@@ -23,7 +23,9 @@ from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
     "ACTIVE_MIN_SAMPLES",
+    "COP_RF_AUTO_MAX_SAMPLES",
     "DENSE_AFFINITY_LIMIT",
+    "E2CP_MAX_SAMPLES",
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
     "check_data",
@@ -40,6 +42,18 @@ __all__ = [
 # Largest n for which an estimator option builds a dense n x n forest affinity
 # (COP-RF's affinity_samples="in_bag" and n_neighbors="select"; 3000^2 float64 = 72 MB).
 DENSE_AFFINITY_LIMIT = 3000
+# Largest n on which a method's configuration fits one worker process: 4 GiB peak resident memory
+# and the default 3300 s soft time limit (bench/scale_limits.py, bench/results/scale_limits.json;
+# make_blobs, d = 10, K = 10, 300 pairs, one BLAS thread; README "Scale limits"). The other methods
+# and both session kinds stay below 1.3 GiB and 20 minutes up to the 100000 rows SHOAL_MAX_ROWS allows.
+# E2CP above 5000 rows takes its sparse_adjust path, which evaluates the propagated constraints on the
+# kept pattern (kNN edges and each row's 2k strongest entries) against every constrained point at once:
+# 1.3 GiB peak at 5000 rows (dense path), 4.0 GiB at 6000, 5.0 GiB at 7000, over 8 GB at 10000.
+E2CP_MAX_SAMPLES = 5000
+# COP-RF's default kNN graph on the forest affinity has k = n / 10 neighbours per row
+# (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
+# at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.
+COP_RF_AUTO_MAX_SAMPLES = 20000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
 ACTIVE_MIN_SAMPLES = 3

@@ -167,6 +167,12 @@ METHODS = {
         "hard_constraints": False,
         "outputs": ["labels", "affinity"],
         "reference": "Lu, Ip. Constrained spectral clustering via exhaustive and efficient constraint propagation. ECCV 2010.",
+        # clustering.validation.E2CP_MAX_SAMPLES (a test compares them)
+        "max_samples": 5000,
+        "max_samples_reason": "above 5000 rows the propagated constraints need more than the 4 GiB a worker has "
+                              "(measured 5.0 GiB at 7000 rows with 300 pairs, over 8 GB at 10000: "
+                              "bench/results/scale_limits.json); use spectral_learning or ccskl (pairwise, soft), "
+                              "which run on 100000 rows in under 2 GiB, or a sample of at most 5000 rows",
     },
     "cop_kmeans": {
         "title": "COP-KMeans (Wagstaff, Cardie, Rogers, Schroedl 2001): hard constraints",
@@ -196,6 +202,13 @@ METHODS = {
             "params": {"cannot_link_policy": "separate", "affinity_samples": "in_bag", "n_neighbors": "select",
                        "drop_violated": True, "rca_components": "all"},
         }],
+        # clustering.validation.COP_RF_AUTO_MAX_SAMPLES (a test compares them)
+        "max_samples": 20000,
+        "max_samples_reason": "its kNN graph on the forest affinity has n/10 neighbours per row (the paper's k = "
+                              "N/10), n^2/10 entries: 3.4 GiB peak at 20000 rows (300 s with 1000 trees), "
+                              "5.0 GiB at 25000, more than the 4 GiB a worker has (bench/results/scale_limits.json); "
+                              "use ccskl or spectral_learning (pairwise, soft), which run on 100000 rows in under 2 "
+                              "GiB, or a sample of at most 20000 rows",
     },
     "ccskl": {
         "title": "CCSKL: constrained clustering by spectral kernel learning (QP on the Laplacian spectrum)",
@@ -268,6 +281,13 @@ class PresetSchema(Schema):
 
 class MethodDocSchema(Schema):
     id = fields.String()
+    max_samples = fields.Integer(allow_none=True, metadata={
+        "description": "most rows a job of this method may have (more is a 422 dataset_too_large_for_method at "
+                       "/dataset_id): the largest dataset it fits in one worker's 4 GiB and 3300 s; null: any "
+                       "dataset the service accepts (SHOAL_MAX_ROWS). Some options have lower limits, quoted in "
+                       "their description"})
+    max_samples_reason = fields.String(allow_none=True, metadata={
+        "description": "why, with the measurements, and what to use instead on more rows"})
     title = fields.String()
     constraints = fields.List(fields.String(), metadata={"description": "constraint kinds the method reads"})
     hard_constraints = fields.Boolean()

@@ -97,11 +97,29 @@ def _check_option_limits(method, params, preset_params, body, size):
     raise ApiError(422, "dataset_too_large_for_option", detail, errors=errors)
 
 
-def _check_method(body, n_samples, n_features):
+def _check_row_limit(method, meta):
+    """422 ``dataset_too_large_for_method`` when the dataset has more rows than ``method``'s ``max_samples``.
+
+    The limit (``GET /v1/methods``) is the largest dataset whose job fits one worker's memory and
+    time: above it the worker would be killed and the job redelivered until ``attempts_exhausted``.
+    """
+    limit = METHODS[method].get("max_samples")
+    n = meta["n_samples"]
+    if limit is None or n <= limit:
+        return
+    reason = METHODS[method]["max_samples_reason"]
+    raise ApiError(422, "dataset_too_large_for_method",
+                   f"method {method!r} runs on at most {limit} rows and dataset {meta['id']} has {n}: {reason}",
+                   errors={"/dataset_id": [f"at most {limit} rows with method {method!r} (the dataset has {n})"]},
+                   method=method, max_samples=limit, n_samples=n)
+
+
+def _check_method(body, meta):
     method = body["method"]
     if method not in METHODS:
         raise ApiError(422, "unknown_method", f"unknown method {method!r}",
                        errors={"/method": [f"must be one of {', '.join(sorted(METHODS))}"]})
+    n_samples, n_features = meta["n_samples"], meta["n_features"]
     presets = {p["name"]: p["params"] for p in METHODS[method].get("presets", [])}
     preset = body.get("preset")
     merged = params_with_preset(presets, preset, body.get("params") or {},
@@ -111,6 +129,7 @@ def _check_method(body, n_samples, n_features):
     except ValidationError as exc:
         raise ApiError(422, "invalid_params", f"invalid parameters for method {method!r}",
                        errors=pointer_messages(exc.messages, "/params")) from exc
+    _check_row_limit(method, meta)
     _check_option_limits(method, params, presets.get(preset, {}), body,
                          {"rows": n_samples, "columns": n_features})
     try:
@@ -131,14 +150,15 @@ def _check_method(body, n_samples, n_features):
 @blp.response(202, JobSchema)
 @problem_docs(blp, (404, "Unknown dataset"),
               (413, "Too many constraints"),
-              (422, "Invalid method, parameters, constraints or callback_url"),
+              (422, "Invalid method, parameters, constraints or callback_url, or a dataset larger than the "
+                    "method's max_samples"),
               (503, "Queue unavailable"))
 def create_job(body):
     """Submit a clustering job; poll the returned ``Location``."""
     store = get_store()
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
     n = meta["n_samples"]
-    params = _check_method(body, n, meta["n_features"])
+    params = _check_method(body, meta)
     check_callback_url(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None

@@ -75,6 +75,8 @@ def catalogue():
             "outputs": m["outputs"],
             "reference": m["reference"],
             "presets": m.get("presets", []),
+            "max_samples": m.get("max_samples"),
+            "max_samples_reason": m.get("max_samples_reason"),
             "params": _params_doc(m["params"]),
         })
     params = {"pairwise": URASCParamsSchema, "triplet": TripletParamsSchema}

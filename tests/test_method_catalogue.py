@@ -47,3 +47,14 @@ def test_rca_components_wire_bound_is_the_rca_column_limit():
     from clustering.validation import RCA_MAX_FEATURES
 
     assert WIRE["cop_rf"]["params"]().fields["rca_components"].high == RCA_MAX_FEATURES
+
+
+def test_row_limits_on_the_wire_are_the_estimators_limits():
+    """GET /v1/methods' max_samples and the service's refusal use the numbers fit refuses above."""
+    from clustering.validation import COP_RF_AUTO_MAX_SAMPLES, E2CP_MAX_SAMPLES
+
+    assert WIRE["e2cp"]["max_samples"] == E2CP_MAX_SAMPLES
+    assert WIRE["cop_rf"]["max_samples"] == COP_RF_AUTO_MAX_SAMPLES
+    # the wire offers no integer n_neighbors, so the "auto" graph's limit holds for every cop_rf job
+    assert set(WIRE["cop_rf"]["params"]().fields["n_neighbors"].validators[0].choices) == {"auto", "select"}
+    assert {k for k, m in WIRE.items() if m.get("max_samples") is not None} == {"e2cp", "cop_rf"}

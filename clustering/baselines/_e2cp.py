@@ -13,7 +13,8 @@ from .._constraints import check_pairwise
 from .._graph import knn_gaussian_graph, normalized_adjacency
 from .._params import Interval, Options, validate_params
 from .._spectral import kmeans_labels, njw_embedding
-from ..validation import check_data, check_n_clusters
+from ..exceptions import InvalidInputError
+from ..validation import E2CP_MAX_SAMPLES, check_data, check_n_clusters
 from ._spectral_clustering import _info_json
 
 __all__ = ["E2CP"]
@@ -134,7 +135,9 @@ class E2CP(ClusterMixin, BaseEstimator):
         constrained pairs and each row's ``2 * n_neighbors`` largest positive
         F* entries ([deviation] of §3.3 for large n; drops the small values
         of the "exhaustive" propagation). "auto": only for more than 5000
-        samples. Memory O(n k) instead of 8 n^2 bytes.
+        samples, which ``fit`` refuses (``E2CP_MAX_SAMPLES``): the dense
+        W-tilde is avoided, but F* on the pattern is evaluated for every
+        constrained point at once, (pattern x constrained points) numbers.
     random_state : int, RandomState or None, default=None
     callback : callable or None, default=None
         ``callback(stage, fraction)``; may raise to cancel.
@@ -174,7 +177,10 @@ class E2CP(ClusterMixin, BaseEstimator):
     ``(1 - alpha)^2 Q Z_c Q^T`` with ``Q = (I - alpha Lbar)^{-1} E_c`` (one
     sparse LU, c solves), F* clipped to [-1, 1] (our choice; the public
     reimplementation divides by max |F*|), W-tilde by Eq. B15, NJW.
-    W-tilde is dense (8 n^2 bytes).
+    W-tilde is dense (8 n^2 bytes). At most 5000 samples
+    (``clustering.validation.E2CP_MAX_SAMPLES``): the sparse path's F* on its
+    pattern holds (pattern x constrained points) numbers at once, 5.0 GiB at
+    7000 samples with 300 pairs (``bench/scale_limits.py``).
 
     Contradictory constraints are not an error: a pair given as both kinds
     superposes in Z (``+w - w'``) and is reported in
@@ -249,12 +255,20 @@ class E2CP(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
-            Bad data, constraint indices, kinds, weights or parameters.
+            Bad data, constraint indices, kinds, weights or parameters, or
+            more than 5000 samples (``E2CP_MAX_SAMPLES``).
         """
         self._validate()
         X = check_data(X)
         self.n_features_in_ = X.shape[1]
         n = X.shape[0]
+        if n > E2CP_MAX_SAMPLES:
+            raise InvalidInputError(
+                f"E2CP is limited to {E2CP_MAX_SAMPLES} samples (got {n}): above that its propagated "
+                "constraints need more than 4 GiB (5.0 GiB at 7000 samples and 300 pairs); use "
+                "SpectralLearning or CCSKL, which scale to 100000",
+                field="X",
+            )
         K = check_n_clusters(self.n_clusters, n)
         cons = check_pairwise(pairs, pair_kind, pair_weight, n)
         conflicts, n_conflicts = cons.conflicts()

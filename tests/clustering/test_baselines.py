@@ -312,6 +312,22 @@ def test_e2cp_closed_form_matches_iteration_and_dense_formula():
     assert ev.min() >= 1 - alpha - 1e-12 and ev.max() <= 1 + alpha + 1e-12
 
 
+def test_e2cp_refuses_more_rows_than_its_limit(monkeypatch):
+    """Above E2CP_MAX_SAMPLES the propagation needs more memory than a worker has
+    (bench/scale_limits.py): refused before any work, the limit itself is fitted."""
+    from clustering.baselines import _e2cp
+    from clustering.validation import E2CP_MAX_SAMPLES
+
+    assert _e2cp.E2CP_MAX_SAMPLES == E2CP_MAX_SAMPLES == 5000
+    monkeypatch.setattr(_e2cp, "E2CP_MAX_SAMPLES", 30)
+    X, _ = make_blobs(31, centers=3, random_state=0)
+    with pytest.raises(InvalidInputError, match="limited to 30 samples") as err:
+        E2CP(n_clusters=3, n_neighbors=5, random_state=0).fit(X, pairs=[[0, 1]], pair_kind=[1])
+    assert err.value.field == "X"
+    est = E2CP(n_clusters=3, n_neighbors=5, random_state=0).fit(X[:30], pairs=[[0, 1]], pair_kind=[1])
+    assert est.labels_.shape == (30,)
+
+
 def test_e2cp_without_constraints_keeps_the_graph_exactly():
     X, _ = blobs()
     m = E2CP(n_clusters=3, n_neighbors=8, random_state=0).fit(X)

@@ -578,3 +578,21 @@ def test_neighbor_selection_above_the_limit_works_with_a_stored_dense_affinity(m
     model = _cop_rf.COPRF(n_clusters=2, n_estimators=20, n_neighbors="select", store_affinity="dense",
                           random_state=0).fit(X, pairs=[[0, 1]], pair_kind=[-1])
     assert model.labels_.shape == (21,) and model.diagnostics_["neighbor_selection"] is not None
+
+
+def test_auto_neighbours_refuse_more_rows_than_their_limit_and_an_integer_k_does_not(monkeypatch):
+    """n_neighbors="auto" (k = n / 10) makes an n^2 / 10-entry graph: refused above
+    COP_RF_AUTO_MAX_SAMPLES (bench/scale_limits.py); an integer k has no such limit."""
+    from clustering import _cop_rf
+    from clustering.exceptions import ConstraintWarning
+
+    monkeypatch.setattr(_cop_rf, "COP_RF_AUTO_MAX_SAMPLES", 20)
+    X = np.random.default_rng(0).normal(size=(21, 2))
+    with pytest.raises(InvalidInputError, match="integer n_neighbors") as err:
+        _cop_rf.COPRF(n_clusters=2, n_estimators=2, random_state=0).fit(X)
+    assert err.value.field == "n_neighbors" and "20 samples (got 21)" in str(err.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        at_limit = _cop_rf.COPRF(n_clusters=2, n_estimators=2, random_state=0).fit(X[:20])
+        fixed_k = _cop_rf.COPRF(n_clusters=2, n_estimators=2, n_neighbors=3, random_state=0).fit(X)
+    assert at_limit.labels_.shape == (20,) and fixed_k.labels_.shape == (21,)

@@ -339,3 +339,57 @@ def test_rca_on_a_dataset_wider_than_its_limit_is_a_422(client, blobs_dataset, m
     assert submit(client, did, method="cop_rf").status_code == 202
     monkeypatch.setattr(service.jobs, "RCA_MAX_FEATURES", X.shape[1])
     assert submit(client, did, method="cop_rf", params={"rca_components": 1}).status_code == 202
+
+
+def _rows_dataset(store, n):
+    """An n x 1 dataset on a service that accepts it (the app fixture stops at 5000 rows)."""
+    from service import create_app
+
+    client = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_ROWS": 100_000}).test_client()
+    r = client.post("/v1/datasets", json={"data": [[float(i % 7)] for i in range(n)]})
+    assert r.status_code == 201, r.json
+    return client, r.json["id"]
+
+
+def test_catalogue_shows_each_method_row_limit(client):
+    from clustering.validation import COP_RF_AUTO_MAX_SAMPLES, E2CP_MAX_SAMPLES
+
+    methods = {m["id"]: m for m in client.get("/v1/methods").json["methods"]}
+    limits = {k: m["max_samples"] for k, m in methods.items()}
+    assert limits == {k: None for k in methods} | {"e2cp": E2CP_MAX_SAMPLES, "cop_rf": COP_RF_AUTO_MAX_SAMPLES}
+    for k in ("e2cp", "cop_rf"):
+        assert "GiB" in methods[k]["max_samples_reason"]  # says why, and what to use instead
+    assert all(m["max_samples_reason"] is None for k, m in methods.items() if limits[k] is None)
+
+
+@pytest.mark.parametrize("method", ["e2cp", "cop_rf"])
+def test_a_dataset_over_the_method_row_limit_is_refused_and_one_at_it_is_accepted(store, method):
+    from schemas.methods import METHODS
+
+    limit = METHODS[method]["max_samples"]
+    client, over = _rows_dataset(store, limit + 1)
+    r = client.post("/v1/jobs", json={"dataset_id": over, "method": method, "n_clusters": 3})
+    assert r.status_code == 422 and r.mimetype == PROBLEM, r.json
+    assert r.json["code"] == "dataset_too_large_for_method"
+    assert list(r.json["errors"]) == ["/dataset_id"]
+    assert r.json["method"] == method and r.json["max_samples"] == limit and r.json["n_samples"] == limit + 1
+    assert f"at most {limit} rows" in r.json["detail"] and method in r.json["detail"]
+    assert "spectral_learning" in r.json["detail"]  # what to use instead
+    # another method takes the same dataset
+    assert client.post("/v1/jobs", json={"dataset_id": over, "method": "spectral_learning",
+                                         "n_clusters": 3}).status_code == 202
+    _, at = _rows_dataset(store, limit)
+    r = client.post("/v1/jobs", json={"dataset_id": at, "method": method, "n_clusters": 3})
+    assert r.status_code == 202, r.json
+
+
+def test_the_row_limit_comes_before_a_preset_option_limit(store):
+    """rca_filtered's dense options stop at 3000 rows; on a dataset over cop_rf's own limit the
+    client is told that no option of cop_rf runs there."""
+    from schemas.methods import METHODS
+
+    limit = METHODS["cop_rf"]["max_samples"]
+    client, over = _rows_dataset(store, limit + 1)
+    r = client.post("/v1/jobs", json={"dataset_id": over, "method": "cop_rf", "preset": "rca_filtered",
+                                      "n_clusters": 3})
+    assert r.status_code == 422 and r.json["code"] == "dataset_too_large_for_method", r.json

@@ -1,0 +1,262 @@
+"""How far each method scales: fit time and peak memory against the number of rows.
+
+Each probe runs in a child process under an address-space limit (``prlimit --as``) and a
+time limit, with one BLAS thread as the workers run. The data are ``make_blobs`` (d = 10,
+K = 10 by default, z-scored as ``scale: zscore`` does) with 300 constraints of the method's kind
+drawn from the ground truth (3000 for ``e2cp_3000_pairs``); the estimator gets the catalogue's defaults (``schemas.methods``),
+or a preset's parameters, as ``workers.registry.build`` gives them (bench does not import
+``workers``: the same construction is repeated here). Sessions (``urasc`` pairwise,
+``uncertainty`` triplet) run their first pass: ``fit`` and ``suggest_queries(pool_size)``.
+Jobs with a learned matrix also do what the worker does before saving it: the top 100 entries per
+row of a matrix over 2000 rows, or of ``E E^T`` from CCSKL's factor, in blocks of 1024 rows.
+
+The probes lift the row limits that ``E2CP.fit`` and ``COPRF.fit`` enforce
+(``clustering.validation``): they measure what those limits are set from.
+Peak memory is the child's maximum resident set size (``ru_maxrss``); ``base_mib`` is the same
+for a child that only imports and makes the data, so ``peak - base`` is what the method adds.
+
+    PYTHONPATH=. .venv/bin/python -m bench.scale_limits \\
+        --methods spectral e2cp --n 2000 5000 10000 20000 40000 \\
+        --out bench/results/scale_limits.json
+
+``--table bench/results/scale_limits.json`` prints the README's table.
+``--as-bytes`` (default 8e9) and ``--timeout`` (default 600 s) bound every probe; a method's
+larger sizes are skipped once a smaller one ran out of memory or time.
+"""
+
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+PROBES = {
+    # name: (kind, method or strategy, preset)
+    "spectral": ("job", "spectral", None),
+    "spectral_knn": ("job", "spectral", {"affinity": "knn"}),
+    "spectral_learning": ("job", "spectral_learning", None),
+    "e2cp": ("job", "e2cp", None),
+    "e2cp_3000_pairs": ("job", "e2cp", None, 3000),
+    "cop_kmeans": ("job", "cop_kmeans", None),
+    "cop_rf": ("job", "cop_rf", None),
+    "cop_rf_rca_filtered": ("job", "cop_rf", "rca_filtered"),
+    "ccskl": ("job", "ccskl", None),
+    "dcrc": ("job", "dcrc", None),
+    "recon": ("job", "recon", None),
+    "session_urasc": ("session", "pairwise", None),
+    "session_triplet": ("session", "triplet", None),
+}
+N_CONSTRAINTS = 300
+TOP_K, FULL_LIMIT, BLOCK = 100, 2000, 1024  # workers.tasks: STORED_TOP_K, FULL_AFFINITY_LIMIT, top_k_rows' block
+
+
+def _data(n, d, k, seed=0):
+    import numpy as np
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=n, n_features=d, centers=k, cluster_std=2.0, random_state=seed)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return np.ascontiguousarray(X), y
+
+
+def _pairwise(y, m, rng):
+    import numpy as np
+
+    pairs = rng.choice(len(y), size=(m * 2, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]][:m]
+    kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1).astype(np.int8)
+    return {"pairs": pairs.astype(np.int64), "pair_kind": kind, "pair_weight": np.ones(len(pairs))}
+
+
+def _triplets(y, m, rng):
+    """ab|c triplets true to the labels (a, b in one cluster, c in another): consistent."""
+    import numpy as np
+
+    out = []
+    while len(out) < m:
+        a, b, c = rng.choice(len(y), size=3, replace=False)
+        if y[a] == y[b] != y[c]:
+            out.append((a, b, c))
+    return {"triplets": np.asarray(out, dtype=np.int64), "triplet_answer": np.ones(m, dtype=np.int8)}
+
+
+def _top_k(blocks, n, k):
+    import numpy as np
+
+    for lo, S in blocks:
+        S[np.arange(S.shape[0]), np.arange(lo, lo + S.shape[0])] = -np.inf
+        np.argpartition(-S, k - 1, axis=1)[:, :k]
+
+
+def _save_step(method, est, n):
+    """The worker's top-k reduction of the learned matrix before it is stored."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    attr = {"spectral": "affinity_matrix_", "spectral_learning": "affinity_matrix_", "e2cp": "affinity_matrix_",
+            "cop_rf": "affinity_matrix_", "ccskl": "kernel_matrix_"}.get(method)
+    M = getattr(est, attr, None) if attr else None
+    k = min(TOP_K, n - 1)
+    if M is None and method == "ccskl":
+        E = est.embedding_
+        _top_k(((lo, E[lo:lo + BLOCK] @ E.T) for lo in range(0, n, BLOCK)), n, k)
+    elif M is not None and n > FULL_LIMIT and not sp.issparse(M):
+        M = np.asarray(M)
+        _top_k(((lo, M[lo:lo + BLOCK].copy()) for lo in range(0, n, BLOCK)), n, k)
+
+
+def _lift_row_limits():
+    """The probes measure past the row limits that ``fit`` enforces (they are what the probes find)."""
+    from clustering import _cop_rf
+    from clustering.baselines import _e2cp
+
+    _cop_rf.COP_RF_AUTO_MAX_SAMPLES = _e2cp.E2CP_MAX_SAMPLES = 10**9
+
+
+def child(name, n, d, k, base_only):
+    import numpy as np
+
+    import clustering  # imported by the base probe too, so that peak - base is the method's
+    from schemas.methods import METHODS
+    from schemas.sessions import TripletParamsSchema, URASCParamsSchema
+
+    X, y = _data(n, d, k)
+    rng = np.random.default_rng(0)
+    if base_only:
+        return {"seconds": 0.0}
+    _lift_row_limits()
+    kind, what, preset, *rest = PROBES[name]
+    n_constraints = rest[0] if rest else N_CONSTRAINTS
+    t0 = time.perf_counter()
+    if kind == "job":
+        spec = METHODS[what]
+        presets = {p["name"]: p["params"] for p in spec.get("presets", [])}
+        given = presets[preset] if isinstance(preset, str) else (preset or {})
+        params = spec["params"]().load(dict(given))
+        if what == "recon":
+            params["on_inconsistent"] = "repair"  # registry: on_conflict "keep"
+        cls = getattr(clustering, spec["estimator"])
+        names = cls().get_params(deep=False)
+        kw = {"n_clusters": k} if "n_clusters" in names else {}
+        if "random_state" in names:
+            kw["random_state"] = 0
+        est = cls(**params, **kw)
+        fit = {}
+        if "pairwise" in spec["constraints"]:
+            fit = _pairwise(y, n_constraints, rng)
+        elif "triplets" in spec["constraints"]:
+            fit = _triplets(y, n_constraints, rng)
+        est.fit(X, **fit)
+        fit_s = time.perf_counter() - t0
+        _save_step(what, est, n)
+    else:
+        triplet = what == "triplet"
+        params = (TripletParamsSchema if triplet else URASCParamsSchema)().load({})
+        cls = clustering.ActiveDCRC if triplet else clustering.URASC
+        est = cls(n_clusters=k, budget=100, strategy="uncertainty" if triplet else "urasc", random_state=0,
+                  **params).fit(X)
+        fit_s = time.perf_counter() - t0
+        est.suggest_queries(20)
+    return {"seconds": round(time.perf_counter() - t0, 2), "fit_seconds": round(fit_s, 2)}
+
+
+def run_child(args):
+    try:
+        out = child(args.child, args.n[0], args.d, args.k, args.base)
+        out["ok"] = True
+    except MemoryError:
+        out = {"ok": False, "error": "MemoryError"}
+    except Exception as exc:  # noqa: BLE001 - reported, not raised
+        out = {"ok": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+    out["peak_mib"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    print(json.dumps(out), flush=True)
+
+
+def probe(name, n, args, base=False):
+    cmd = ["prlimit", f"--as={args.as_bytes}", "timeout", str(args.timeout), sys.executable, "-m",
+           "bench.scale_limits", "--child", name, "--n", str(n), "--d", str(args.d), "--k", str(args.k)]
+    if base:
+        cmd.append("--base")
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    if lines:
+        return json.loads(lines[-1])
+    if proc.returncode == 124:
+        return {"ok": False, "error": f"timeout after {args.timeout} s", "seconds": round(wall, 1)}
+    return {"ok": False, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}", "seconds": round(wall, 1)}
+
+
+def table(doc):
+    """The measurements as a markdown table: seconds / peak MiB per probe and size."""
+    sizes = sorted({int(n) for rows in doc["probes"].values() for n in rows})
+    lines = ["| probe | " + " | ".join(f"{n:,}".replace(",", " ") for n in sizes) + " |",
+             "|---|" + "---|" * len(sizes)]
+    for name in PROBES:
+        rows = doc["probes"].get(name)
+        if not rows:
+            continue
+        cells = []
+        for n in sizes:
+            r = rows.get(str(n))
+            if r is None:
+                cells.append("")
+            elif r["ok"]:
+                cells.append(f"{r['seconds']:.3g} s / {r['peak_mib']:.0f}")
+            else:
+                cells.append(f"{r['error'].split(':')[0]} ({r['peak_mib']:.0f})" if r.get("peak_mib") else r["error"])
+        lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--methods", nargs="+", default=list(PROBES), choices=list(PROBES))
+    ap.add_argument("--n", nargs="+", type=int, default=[2000, 5000, 10000, 20000, 40000])
+    ap.add_argument("--d", type=int, default=10)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--as-bytes", type=int, default=8_000_000_000)
+    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--out", default=None, help="JSON file; existing entries of other probes are kept")
+    ap.add_argument("--table", default=None, metavar="JSON", help="print the markdown table of a results file")
+    ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
+    ap.add_argument("--base", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args(argv)
+    if args.child:
+        return run_child(args)
+    if args.table:
+        with open(args.table) as fh:
+            print(table(json.load(fh)))
+        return None
+    doc = {}
+    if args.out and os.path.exists(args.out):
+        with open(args.out) as fh:
+            doc = json.load(fh)
+    doc.setdefault("config", {}).update(d=args.d, k=args.k, n_constraints=N_CONSTRAINTS, as_bytes=args.as_bytes,
+                                        timeout=args.timeout, blas_threads=1)
+    base = doc.setdefault("base_mib", {})
+    results = doc.setdefault("probes", {})
+    for n in args.n:
+        if str(n) not in base:
+            base[str(n)] = probe("spectral", n, args, base=True).get("peak_mib")
+    for name in args.methods:
+        rows = results.setdefault(name, {})
+        for n in sorted(args.n):
+            r = probe(name, n, args)
+            r["added_mib"] = round(r["peak_mib"] - base[str(n)], 1) if r.get("peak_mib") else None
+            rows[str(n)] = r
+            print(json.dumps({"probe": name, "n": n, **r}), flush=True)
+            if args.out:
+                with open(args.out, "w") as fh:
+                    json.dump(doc, fh, indent=1, sort_keys=True)
+            if not r["ok"]:
+                break
+    return doc
+
+
+if __name__ == "__main__":
+    main()
