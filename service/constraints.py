@@ -105,7 +105,13 @@ class CheckRequestSchema(Schema):
 @blp.response(200)
 @problem_docs(blp, (404, "Unknown dataset"), (422, "Malformed constraints"))
 def check(body):
-    """Are these constraints consistent? Lists the contradictions found (synchronous)."""
+    """Are these constraints consistent? Lists the contradictions found (synchronous).
+
+    Relative constraints (``triplets``, ``relative``) get ``relative``:
+    ``{feasible, n_relative, minimal, conflicting}``, a conflicting subset
+    by position in the request; ``minimal`` is false when the bounded search
+    stopped before proving that subset minimal.
+    """
     from .datasets import dataset_or_404
 
     store = get_store()
@@ -125,8 +131,12 @@ def relative_feasibility(checked, n_samples, item_ids=None):
     """BUILD feasibility of triplet answers and ab|c constraints together.
 
     Returns None when there are no relative constraints, else
-    ``{"feasible", "conflicting": [{"field", "index", "items", "item_ids"}]}``
-    naming a minimal conflicting subset by its position in the request.
+    ``{"feasible", "n_relative", "minimal", "conflicting": [{"field", "index",
+    "items", "answer", "item_ids"}]}`` naming a conflicting subset by its
+    position in the request. ``minimal`` says whether that subset is proven
+    minimal (every proper subset feasible): the shrinking has a work bound
+    (long conflict cycles in large noisy sets), and a subset it stopped on
+    still conflicts but may hold constraints that are not needed.
     """
     rows, answers, origin = [], [], []
     for k, t in enumerate(checked.get("triplets") or []):
@@ -146,4 +156,5 @@ def relative_feasibility(checked, n_samples, item_ids=None):
         items = [int(v) for v in rows[r]]
         conflicting.append({"field": field, "index": k, "items": items, "answer": answers[r],
                             "item_ids": [item_ids[i] for i in items] if item_ids else None})
-    return {"feasible": res["feasible"], "n_relative": res["n_relative"], "conflicting": conflicting}
+    return {"feasible": res["feasible"], "n_relative": res["n_relative"], "minimal": res["minimal"],
+            "conflicting": conflicting}
