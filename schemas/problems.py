@@ -30,7 +30,9 @@ class ProblemSchema(Schema):
     relative = fields.Dict(metadata={"description": "contradictory_constraints (relative): {feasible, "
                                                     "n_relative, minimal, conflicting: [{field, index, items, "
                                                     "answer, item_ids}]}, a conflicting subset by its position "
-                                                    "in the request's triplets / relative lists; minimal: "
+                                                    "in the request's triplets / relative lists (field hierarchy, "
+                                                    "index null: an ab|c constraint the hierarchy stands "
+                                                    "for, named by its items); minimal: "
                                                     "whether it is proven minimal (the search is bounded: a "
                                                     "long conflict in a large noisy set may come back larger)"})
     state = fields.String(metadata={"description": "result_not_available, model_not_ready, session_failed: the "

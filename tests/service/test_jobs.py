@@ -422,3 +422,29 @@ def test_constraint_check_says_whether_the_relative_conflict_is_minimal(client, 
     fewer = [t for t in sub if t != skip]
     assert client.post("/v1/constraints/check", json={"dataset_id": ds, "constraints": {
         "relative": fewer}}).json["relative"]["feasible"] is False
+
+
+def test_constraint_check_holds_relative_constraints_against_the_hierarchy(client, store, blobs_dataset):
+    """ReCon takes a hierarchy as the ab|c constraints it stands for: a triplet against it is a conflict."""
+    from service import create_app
+
+    did, _, _ = blobs_dataset
+    tree = [[0, 1], [2, 3]]  # stands for 01|2 and 23|0
+    body = {"dataset_id": did, "constraints": {"hierarchy": tree, "relative": [[4, 5, 6], [0, 2, 1]]}}
+    r = client.post("/v1/constraints/check", json=body)
+    assert r.status_code == 200, r.json
+    rel = r.json["relative"]
+    assert r.json["consistent"] is False and rel["feasible"] is False and rel["minimal"] is True
+    got = sorted((c["field"], c["index"], tuple(c["items"])) for c in rel["conflicting"])
+    assert got[-1] == ("relative", 1, (0, 2, 1)) and len(got) == 2
+    assert got[0][:2] == ("hierarchy", None) and set(got[0][2][:2]) == {0, 1}  # 01|2, from the tree
+    agreeing = {"dataset_id": did, "constraints": {"hierarchy": tree, "relative": [[0, 1, 2], [2, 3, 0]]}}
+    assert client.post("/v1/constraints/check", json=agreeing).json["consistent"] is True
+    job = submit(client, did, method="recon", n_clusters=2, on_conflict="reject", constraints=body["constraints"])
+    assert job.status_code == 422 and job.json["code"] == "contradictory_constraints", job.json
+    small = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_CONSTRAINTS": 3}).test_client()
+    big = small.post("/v1/constraints/check", json=body)  # 2 listed + 2 from the tree > 3
+    assert big.status_code == 413, big.json
+    assert big.mimetype == PROBLEM and "/constraints/hierarchy" in big.json["errors"]
+    alone = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {"hierarchy": tree}})
+    assert alone.status_code == 200 and alone.json["consistent"] is True
