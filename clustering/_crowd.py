@@ -37,6 +37,19 @@ def majority_vote(votes):
     return top
 
 
+def _codes(values):
+    """Distinct ``str(value)`` in sorted order, and each value's position among them.
+
+    Not numpy's ``astype(str)``: its fixed-width strings drop trailing NUL
+    characters, so worker ids "w" and "w\\x00" (both valid JSON strings)
+    became one worker.
+    """
+    keys = [str(v) for v in values]
+    distinct = sorted(set(keys))
+    index = {k: i for i, k in enumerate(distinct)}
+    return distinct, np.fromiter((index[k] for k in keys), dtype=np.int64, count=len(keys))
+
+
 #: Pseudo-answers at the pooled accuracy added to every worker's own (bench/crowd_aggregation.py).
 SHRINKAGE = 20.0
 
@@ -77,9 +90,9 @@ def one_coin_em(tasks, workers, labels, *, shrinkage=SHRINKAGE, n_iter=100, tol=
     if not len(tasks) or not len(tasks) == len(workers) == len(labels):
         raise ValueError(f"one_coin_em needs as many tasks, workers and labels (>= 1), got {len(tasks)}, "
                          f"{len(workers)} and {len(labels)}")
-    task_ids, t = np.unique(np.asarray(tasks, dtype=object).astype(str), return_inverse=True)
-    worker_ids, w = np.unique(np.asarray(workers, dtype=object).astype(str), return_inverse=True)
-    label_ids, c = np.unique(np.asarray(labels, dtype=object).astype(str), return_inverse=True)
+    task_ids, t = _codes(tasks)
+    worker_ids, w = _codes(workers)
+    label_ids, c = _codes(labels)
     n_q, n_w, n_k = len(task_ids), len(worker_ids), len(label_ids)
     post = np.zeros((n_q, n_k))
     np.add.at(post, (t, c), 1.0)

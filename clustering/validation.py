@@ -36,7 +36,9 @@ __all__ = [
     "check_urasc_n_clusters",
     "check_values",
     "check_weights",
+    "count_hierarchy_constraints",
     "find_pairwise_conflicts",
+    "hierarchy_constraints",
 ]
 
 # Largest n for which an estimator option builds a dense n x n forest affinity
@@ -598,3 +600,52 @@ def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=Tru
     from ._relative import check_relative_feasibility as _check
 
     return _check(triplets, n_samples, answers, minimal=minimal)
+
+
+def count_hierarchy_constraints(tree):
+    """How many ab|c rows :func:`hierarchy_constraints` gives for ``tree``, without building them.
+
+    Every internal child v of an internal node u gives ``(len(v) - 1) *
+    (len(u) - 1)`` rows (consecutive representatives of v's children against
+    each of u's other children): n - 2 for a binary tree on n leaves,
+    (k - 1)(n - k) for a two-level hierarchy of k groups.
+
+    Parameters
+    ----------
+    tree : nested list
+        A tree :func:`check_hierarchy` accepted.
+
+    Returns
+    -------
+    int
+    """
+    total, stack = 0, [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            for child in node:
+                if isinstance(child, (list, tuple)):
+                    total += (len(child) - 1) * (len(node) - 1)
+                    stack.append(child)
+    return total
+
+
+def hierarchy_constraints(tree):
+    """The ab|c relative constraints a hierarchy stands for, as ReCon takes them with it.
+
+    Thin entry point for the HTTP layer (:func:`clustering._relative.hierarchy_triplets`,
+    RC-13): BUILD on these rows gives back the tree.
+
+    Parameters
+    ----------
+    tree : nested list
+        A tree :func:`check_hierarchy` accepted.
+
+    Returns
+    -------
+    ndarray of shape (m, 3), int64
+        Rows ``(a, b, c)`` meaning ab|c; ``m`` is :func:`count_hierarchy_constraints`.
+    """
+    from ._relative import hierarchy_triplets
+
+    return np.asarray(hierarchy_triplets(tree), dtype=np.int64).reshape(-1, 3)

@@ -28,9 +28,13 @@ class ProblemSchema(Schema):
     n_conflicts = fields.Integer(metadata={"description": "contradictory_constraints (pairwise): how many "
                                                           "cannot-links contradict must-link chains"})
     relative = fields.Dict(metadata={"description": "contradictory_constraints (relative): {feasible, "
-                                                    "n_relative, conflicting: [{field, index, items, answer, "
-                                                    "item_ids}]}, a minimal conflicting subset by its position "
-                                                    "in the request's triplets / relative lists"})
+                                                    "n_relative, minimal, conflicting: [{field, index, items, "
+                                                    "answer, item_ids}]}, a conflicting subset by its position "
+                                                    "in the request's triplets / relative lists (field hierarchy, "
+                                                    "index null: an ab|c constraint the hierarchy stands "
+                                                    "for, named by its items); minimal: "
+                                                    "whether it is proven minimal (the search is bounded: a "
+                                                    "long conflict in a large noisy set may come back larger)"})
     state = fields.String(metadata={"description": "result_not_available, model_not_ready, session_failed: the "
                                                    "job's or session's state"})
     job_error = fields.Dict(metadata={"description": "result_not_available: the job's error, when it FAILED"})

@@ -13,7 +13,9 @@ from clustering.validation import (
     check_pairs,
     check_relative_feasibility,
     check_triplets,
+    count_hierarchy_constraints,
     find_pairwise_conflicts,
+    hierarchy_constraints,
 )
 from schemas.constraints import ConstraintsSchema
 
@@ -105,7 +107,15 @@ class CheckRequestSchema(Schema):
 @blp.response(200)
 @problem_docs(blp, (404, "Unknown dataset"), (422, "Malformed constraints"))
 def check(body):
-    """Are these constraints consistent? Lists the contradictions found (synchronous)."""
+    """Are these constraints consistent? Lists the contradictions found (synchronous).
+
+    Relative constraints (``triplets``, ``relative``, with the ab|c
+    constraints a ``hierarchy`` stands for) get ``relative``:
+    ``{feasible, n_relative, minimal, conflicting}``, a conflicting subset
+    by position in the request (a hierarchy's constraints have ``field``
+    "hierarchy", ``index`` null and their ``items``); ``minimal`` is false when the bounded search
+    stopped before proving that subset minimal.
+    """
     from .datasets import dataset_or_404
 
     store = get_store()
@@ -125,8 +135,13 @@ def relative_feasibility(checked, n_samples, item_ids=None):
     """BUILD feasibility of triplet answers and ab|c constraints together.
 
     Returns None when there are no relative constraints, else
-    ``{"feasible", "conflicting": [{"field", "index", "items", "item_ids"}]}``
-    naming a minimal conflicting subset by its position in the request.
+    ``{"feasible", "n_relative", "minimal", "conflicting": [{"field", "index",
+    "items", "answer", "item_ids"}]}`` naming a conflicting subset by its
+    position in the request (``index`` null for an ab|c constraint of the
+    ``hierarchy``, which has no list to index: its ``items`` name it). ``minimal`` says whether that subset is proven
+    minimal (every proper subset feasible): the shrinking has a work bound
+    (long conflict cycles in large noisy sets), and a subset it stopped on
+    still conflicts but may hold constraints that are not needed.
     """
     rows, answers, origin = [], [], []
     for k, t in enumerate(checked.get("triplets") or []):
@@ -138,7 +153,19 @@ def relative_feasibility(checked, n_samples, item_ids=None):
         answers.append("yes")
         origin.append(("relative", k))
     if not rows:
-        return None
+        return None  # a hierarchy alone is always displayed by itself
+    if checked.get("hierarchy") is not None:
+        # ReCon takes the hierarchy as the ab|c constraints it stands for, beside the lists: so does the check
+        limit = current_app.config["SHOAL_MAX_CONSTRAINTS"]
+        derived = count_hierarchy_constraints(checked["hierarchy"])
+        if derived + len(rows) > limit:
+            msg = (f"stands for {derived} relative constraints, with the {len(rows)} triplets and relative "
+                   f"constraints more than the {limit} that can be checked together")
+            raise ApiError(413, "too_large", f"hierarchy {msg}", errors={"/constraints/hierarchy": [msg]})
+        for t in hierarchy_constraints(checked["hierarchy"]).tolist():
+            rows.append(t)
+            answers.append("yes")
+            origin.append(("hierarchy", None))
     res = check_relative_feasibility(rows, n_samples, answers)
     conflicting = []
     for r in res["conflicting_triplets"]:
@@ -146,4 +173,5 @@ def relative_feasibility(checked, n_samples, item_ids=None):
         items = [int(v) for v in rows[r]]
         conflicting.append({"field": field, "index": k, "items": items, "answer": answers[r],
                             "item_ids": [item_ids[i] for i in items] if item_ids else None})
-    return {"feasible": res["feasible"], "n_relative": res["n_relative"], "conflicting": conflicting}
+    return {"feasible": res["feasible"], "n_relative": res["n_relative"], "minimal": res["minimal"],
+            "conflicting": conflicting}

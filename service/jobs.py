@@ -173,8 +173,11 @@ def create_job(body):
         relative = relative_feasibility(checked, n, item_ids)
         if relative is not None and not relative["feasible"]:
             raise ApiError(422, "contradictory_constraints",
-                           f"no hierarchy satisfies these relative constraints; a minimal conflicting set has "
-                           f"{len(relative['conflicting'])} of them", relative=relative)
+                           f"no hierarchy satisfies these relative constraints; a "
+                           f"{'minimal ' if relative['minimal'] else ''}conflicting set has "
+                           f"{len(relative['conflicting'])} of them"
+                           f"{'' if relative['minimal'] else ' (not proven minimal: the search is bounded)'}",
+                           relative=relative)
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],

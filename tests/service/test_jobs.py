@@ -393,3 +393,58 @@ def test_the_row_limit_comes_before_a_preset_option_limit(store):
     r = client.post("/v1/jobs", json={"dataset_id": over, "method": "cop_rf", "preset": "rca_filtered",
                                       "n_clusters": 3})
     assert r.status_code == 422 and r.json["code"] == "dataset_too_large_for_method", r.json
+
+
+def test_constraint_check_says_whether_the_relative_conflict_is_minimal(client, store):
+    """The subset is shrunk under a work bound; when the bound stops it, the report must not claim minimality."""
+    n = 1502
+    ds = client.post("/v1/datasets", json={"data": [[float(i), 0.0] for i in range(n)]}).json["id"]
+    small = client.post("/v1/constraints/check", json={"dataset_id": ds, "constraints": {
+        "relative": [[0, 1, 2], [0, 2, 1], [3, 4, 5]]}}).json["relative"]
+    assert small["minimal"] is True and [c["index"] for c in small["conflicting"]] == [0, 1]
+    # a chain x0-x1-...-xL kept apart from y, each link followed by a redundant skip x_i x_i+2 | y,
+    # closed by y x0 | xL: long conflict cycles, many of them
+    L, y = n - 2, n - 1
+    rel = [t for i in range(L) for t in ([[i, i + 1, y]] + ([[i, i + 2, y]] if i < L - 1 else []))]
+    rel.append([y, 0, L])
+    r = client.post("/v1/constraints/check", json={"dataset_id": ds, "constraints": {"relative": rel}})
+    assert r.status_code == 200
+    out = r.json["relative"]
+    assert out["feasible"] is False and out["minimal"] is False
+    idx = sorted(c["index"] for c in out["conflicting"])
+    # still conflicting, and not minimal indeed: a skip can go (the chain around it remains)
+    sub = [rel[i] for i in idx]
+    assert client.post("/v1/constraints/check", json={"dataset_id": ds, "constraints": {
+        "relative": sub}}).json["relative"]["feasible"] is False
+    given = {tuple(t) for t in sub}
+    skip = next(t for t in sub if t[1] == t[0] + 2 and (t[0], t[0] + 1, y) in given
+                and (t[0] + 1, t[0] + 2, y) in given)  # the two links it skips are there too
+    fewer = [t for t in sub if t != skip]
+    assert client.post("/v1/constraints/check", json={"dataset_id": ds, "constraints": {
+        "relative": fewer}}).json["relative"]["feasible"] is False
+
+
+def test_constraint_check_holds_relative_constraints_against_the_hierarchy(client, store, blobs_dataset):
+    """ReCon takes a hierarchy as the ab|c constraints it stands for: a triplet against it is a conflict."""
+    from service import create_app
+
+    did, _, _ = blobs_dataset
+    tree = [[0, 1], [2, 3]]  # stands for 01|2 and 23|0
+    body = {"dataset_id": did, "constraints": {"hierarchy": tree, "relative": [[4, 5, 6], [0, 2, 1]]}}
+    r = client.post("/v1/constraints/check", json=body)
+    assert r.status_code == 200, r.json
+    rel = r.json["relative"]
+    assert r.json["consistent"] is False and rel["feasible"] is False and rel["minimal"] is True
+    got = sorted((c["field"], c["index"], tuple(c["items"])) for c in rel["conflicting"])
+    assert got[-1] == ("relative", 1, (0, 2, 1)) and len(got) == 2
+    assert got[0][:2] == ("hierarchy", None) and set(got[0][2][:2]) == {0, 1}  # 01|2, from the tree
+    agreeing = {"dataset_id": did, "constraints": {"hierarchy": tree, "relative": [[0, 1, 2], [2, 3, 0]]}}
+    assert client.post("/v1/constraints/check", json=agreeing).json["consistent"] is True
+    job = submit(client, did, method="recon", n_clusters=2, on_conflict="reject", constraints=body["constraints"])
+    assert job.status_code == 422 and job.json["code"] == "contradictory_constraints", job.json
+    small = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_CONSTRAINTS": 3}).test_client()
+    big = small.post("/v1/constraints/check", json=body)  # 2 listed + 2 from the tree > 3
+    assert big.status_code == 413, big.json
+    assert big.mimetype == PROBLEM and "/constraints/hierarchy" in big.json["errors"]
+    alone = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {"hierarchy": tree}})
+    assert alone.status_code == 200 and alone.json["consistent"] is True

@@ -148,3 +148,19 @@ def test_a_refill_does_not_withdraw_a_question_a_worker_is_answering(client, sto
     other = ss.lease(sid, 1, "x")[0]
     ss.replace_pool(sid, [], revision=2, lease_seconds=0)
     assert ss.question(sid, other["question_id"])["status"] == "withdrawn"
+
+
+def test_worker_ids_differing_in_a_trailing_nul_are_two_workers():
+    """Any JSON string is a worker id; "w" and "w\\u0000" must not be merged into one worker."""
+    def answers(other):
+        given = [("q1", "w", "must_link"), ("q1", other, "cannot_link"), ("q1", "v", "must_link"),
+                 ("q2", "w", "must_link"), ("q2", other, "cannot_link"), ("q2", "v", "must_link"),
+                 ("q3", "w", "cannot_link"), ("q3", other, "cannot_link"), ("q3", "v", "cannot_link")]
+        return [(q, {"answer": a, "worker_id": w}) for q, w, a in given]
+
+    plain, nul = answers("x"), answers("w\x00")
+    ds_plain, ds_nul = fit_dawid_skene(plain), fit_dawid_skene(nul)
+    assert ds_nul[0] == ds_plain[0]
+    assert ds_nul[1] == {"w": ds_plain[1]["w"], "w\x00": ds_plain[1]["x"], "v": ds_plain[1]["v"]}
+    report = {r["worker_id"]: r for r in worker_reliability(nul, ds_nul)}
+    assert report["w\x00"]["estimated_accuracy"] == round(ds_plain[1]["x"], 3) < report["w"]["estimated_accuracy"]
