@@ -113,8 +113,8 @@ def check(body):
     constraints a ``hierarchy`` stands for) get ``relative``:
     ``{feasible, n_relative, minimal, conflicting}``, a conflicting subset
     by position in the request (a hierarchy's constraints have ``field``
-    "hierarchy", ``index`` null and their ``items``); ``minimal`` is false when the bounded search
-    stopped before proving that subset minimal.
+    "hierarchy", ``index`` null and their ``items``); ``minimal`` is false
+    when the bounded search stopped before proving that subset minimal.
     """
     from .datasets import dataset_or_404
 
@@ -138,8 +138,9 @@ def relative_feasibility(checked, n_samples, item_ids=None):
     ``{"feasible", "n_relative", "minimal", "conflicting": [{"field", "index",
     "items", "answer", "item_ids"}]}`` naming a conflicting subset by its
     position in the request (``index`` null for an ab|c constraint of the
-    ``hierarchy``, which has no list to index: its ``items`` name it). ``minimal`` says whether that subset is proven
-    minimal (every proper subset feasible): the shrinking has a work bound
+    ``hierarchy``, which has no list to index: its ``items`` name it).
+    ``minimal`` says whether that subset is proven minimal (every proper
+    subset feasible): the shrinking has a work bound
     (long conflict cycles in large noisy sets), and a subset it stopped on
     still conflicts but may hold constraints that are not needed.
     """
