@@ -48,10 +48,10 @@ DENSE_AFFINITY_LIMIT = 3000
 # and the default 3300 s soft time limit (bench/scale_limits.py, bench/results/scale_limits.json;
 # make_blobs, d = 10, K = 10, 300 pairs, one BLAS thread; README "Scale limits"). The other methods
 # and both session kinds stay below 1.3 GiB and 20 minutes up to the 100000 rows SHOAL_MAX_ROWS allows.
-# E2CP above 5000 rows takes its sparse_adjust path, which evaluates the propagated constraints on the
-# kept pattern (kNN edges and each row's 2k strongest entries) against every constrained point at once:
-# 1.3 GiB peak at 5000 rows (dense path), 4.0 GiB at 6000, 5.0 GiB at 7000, over 8 GB at 10000.
-E2CP_MAX_SAMPLES = 5000
+# E2CP above 5000 rows takes its sparse_adjust path: one sparse LU of I - alpha L-bar and the propagated
+# constraints on the kept pattern, a block at a time: 0.5 GiB at 7000 rows, 0.9 GiB at 20000, 2.0 GiB
+# (171 s) at 40000, 5.4 GiB (737 s) at 70000 (the LU's fill-in). 5.0 GiB at 7000 before the blocks.
+E2CP_MAX_SAMPLES = 40000
 # COP-RF's default kNN graph on the forest affinity has k = n / 10 neighbours per row
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
 # at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.

@@ -168,11 +168,12 @@ METHODS = {
         "outputs": ["labels", "affinity"],
         "reference": "Lu, Ip. Constrained spectral clustering via exhaustive and efficient constraint propagation. ECCV 2010.",
         # clustering.validation.E2CP_MAX_SAMPLES (a test compares them)
-        "max_samples": 5000,
-        "max_samples_reason": "above 5000 rows the propagated constraints need more than the 4 GiB a worker has "
-                              "(measured 5.0 GiB at 7000 rows with 300 pairs, over 8 GB at 10000: "
+        "max_samples": 40000,
+        "max_samples_reason": "above 40000 rows the sparse LU of its propagation needs more than the 4 GiB a "
+                              "worker has (measured 2.0 GiB and 171 s at 40000 rows with 300 pairs, 5.4 GiB and "
+                              "737 s at 70000: "
                               "bench/results/scale_limits.json); use spectral_learning or ccskl (pairwise, soft), "
-                              "which run on 100000 rows in under 2 GiB, or a sample of at most 5000 rows",
+                              "which run on 100000 rows in under 3 GiB, or a sample of at most 40000 rows",
     },
     "cop_kmeans": {
         "title": "COP-KMeans (Wagstaff, Cardie, Rogers, Schroedl 2001): hard constraints",
@@ -207,7 +208,7 @@ METHODS = {
         "max_samples_reason": "its kNN graph on the forest affinity has n/10 neighbours per row (the paper's k = "
                               "N/10), n^2/10 entries: 3.4 GiB peak at 20000 rows (300 s with 1000 trees), "
                               "5.0 GiB at 25000, more than the 4 GiB a worker has (bench/results/scale_limits.json); "
-                              "use ccskl or spectral_learning (pairwise, soft), which run on 100000 rows in under 2 "
+                              "use ccskl or spectral_learning (pairwise, soft), which run on 100000 rows in under 3 "
                               "GiB, or a sample of at most 20000 rows",
     },
     "ccskl": {

@@ -21,6 +21,8 @@ __all__ = ["E2CP"]
 
 #: ``sparse_adjust="auto"`` keeps W-tilde sparse above this many samples.
 SPARSE_ADJUST_LIMIT = 5000
+# Numbers of G[r] (and of Q[c]) held at once while the sparse path evaluates F* on its pattern (32 MB each).
+_F_BLOCK_ENTRIES = 4_000_000
 
 
 def _constraint_matrix(cons):
@@ -104,8 +106,8 @@ def _sparse_adjusted(W, G, Q, points, Zc, n_top):
     f = np.zeros(r.size)
     if points.size:
         # F* on the pattern, a block of entries at a time: G[r] and Q[c] whole are (pattern x constrained
-        # points) numbers each, 5.0 GiB at 7000 samples with 300 pairs (bench/scale_limits.py)
-        step = max(1, int(4_000_000 // points.size))
+        # points) numbers each, 5.0 GiB at 7000 samples with 300 pairs (bench/scale_limits.py), 0.5 GiB now
+        step = max(1, int(_F_BLOCK_ENTRIES // points.size))
         for start in range(0, r.size, step):
             sl = slice(start, start + step)
             f[sl] = np.einsum("ij,ij->i", G[r[sl]], Q[c[sl]])
@@ -142,9 +144,7 @@ class E2CP(ClusterMixin, BaseEstimator):
         constrained pairs and each row's ``2 * n_neighbors`` largest positive
         F* entries ([deviation] of §3.3 for large n; drops the small values
         of the "exhaustive" propagation). "auto": only for more than 5000
-        samples, which ``fit`` refuses (``E2CP_MAX_SAMPLES``): the dense
-        W-tilde is avoided, but F* on the pattern is evaluated for every
-        constrained point at once, (pattern x constrained points) numbers.
+        samples (``fit`` refuses more than ``E2CP_MAX_SAMPLES``, 40000).
     random_state : int, RandomState or None, default=None
     callback : callable or None, default=None
         ``callback(stage, fraction)``; may raise to cancel.
@@ -184,10 +184,10 @@ class E2CP(ClusterMixin, BaseEstimator):
     ``(1 - alpha)^2 Q Z_c Q^T`` with ``Q = (I - alpha Lbar)^{-1} E_c`` (one
     sparse LU, c solves), F* clipped to [-1, 1] (our choice; the public
     reimplementation divides by max |F*|), W-tilde by Eq. B15, NJW.
-    W-tilde is dense (8 n^2 bytes). At most 5000 samples
-    (``clustering.validation.E2CP_MAX_SAMPLES``): the sparse path's F* on its
-    pattern holds (pattern x constrained points) numbers at once, 5.0 GiB at
-    7000 samples with 300 pairs (``bench/scale_limits.py``).
+    W-tilde is dense (8 n^2 bytes). At most 40000 samples
+    (``clustering.validation.E2CP_MAX_SAMPLES``): the sparse path's LU fills
+    in, 2.0 GiB at 40000 samples and 5.4 GiB at 70000 with 300 pairs
+    (``bench/scale_limits.py``).
 
     Contradictory constraints are not an error: a pair given as both kinds
     superposes in Z (``+w - w'``) and is reported in
@@ -263,7 +263,7 @@ class E2CP(ClusterMixin, BaseEstimator):
         ------
         InvalidInputError
             Bad data, constraint indices, kinds, weights or parameters, or
-            more than 5000 samples (``E2CP_MAX_SAMPLES``).
+            more than 40000 samples (``E2CP_MAX_SAMPLES``).
         """
         self._validate()
         X = check_data(X)
@@ -271,8 +271,8 @@ class E2CP(ClusterMixin, BaseEstimator):
         n = X.shape[0]
         if n > E2CP_MAX_SAMPLES:
             raise InvalidInputError(
-                f"E2CP is limited to {E2CP_MAX_SAMPLES} samples (got {n}): above that its propagated "
-                "constraints need more than 4 GiB (5.0 GiB at 7000 samples and 300 pairs); use "
+                f"E2CP is limited to {E2CP_MAX_SAMPLES} samples (got {n}): above that its sparse LU "
+                "needs more than 4 GiB (5.4 GiB at 70000 samples and 300 pairs); use "
                 "SpectralLearning or CCSKL, which scale to 100000",
                 field="X",
             )

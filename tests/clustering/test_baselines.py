@@ -318,7 +318,7 @@ def test_e2cp_refuses_more_rows_than_its_limit(monkeypatch):
     from clustering.baselines import _e2cp
     from clustering.validation import E2CP_MAX_SAMPLES
 
-    assert _e2cp.E2CP_MAX_SAMPLES == E2CP_MAX_SAMPLES == 5000
+    assert _e2cp.E2CP_MAX_SAMPLES == E2CP_MAX_SAMPLES
     monkeypatch.setattr(_e2cp, "E2CP_MAX_SAMPLES", 30)
     X, _ = make_blobs(31, centers=3, random_state=0)
     with pytest.raises(InvalidInputError, match="limited to 30 samples") as err:
@@ -466,7 +466,12 @@ def test_cop_kmeans_init_shape_checked():
     assert exc.value.field == "init"
 
 
-def test_e2cp_sparse_adjust_agrees_with_dense_on_its_pattern():
+@pytest.mark.parametrize("block_entries", [None, 50], ids=["one-block", "many-blocks"])
+def test_e2cp_sparse_adjust_agrees_with_dense_on_its_pattern(monkeypatch, block_entries):
+    from clustering.baselines import _e2cp
+
+    if block_entries is not None:  # F* on the pattern a few entries at a time, as on large data
+        monkeypatch.setattr(_e2cp, "_F_BLOCK_ENTRIES", block_entries)
     X, y = blobs(n=80, std=1.2, seed=3)
     pairs, kind = random_constraints(y, 20, 9)
     dense = E2CP(n_clusters=3, n_neighbors=6, sparse_adjust=False, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
