@@ -633,13 +633,15 @@ def count_hierarchy_constraints(tree):
 def hierarchy_constraints(tree):
     """The ab|c relative constraints a hierarchy stands for, as ReCon takes them with it.
 
-    Thin entry point for the HTTP layer (:func:`clustering._relative.hierarchy_triplets`,
-    RC-13): BUILD on these rows gives back the tree.
+    Thin entry point for the HTTP layer and the workers
+    (:func:`clustering._relative.hierarchy_triplets`, RC-13): BUILD on these
+    rows gives back the tree.
 
     Parameters
     ----------
     tree : nested list
-        A tree :func:`check_hierarchy` accepted.
+        The hierarchy, leaves being row indices (as :func:`check_hierarchy`
+        accepted it).
 
     Returns
     -------

@@ -99,9 +99,9 @@ def _hierarchy_triplets(constraints):
     """The ab|c rows a job's ``hierarchy`` gives, (m, 3) int64 (none without one)."""
     if (constraints or {}).get("hierarchy") is None:
         return np.empty((0, 3), dtype=np.int64)
-    from clustering._relative import hierarchy_triplets
+    from clustering.validation import hierarchy_constraints
 
-    return np.asarray(hierarchy_triplets(constraints["hierarchy"]), dtype=np.int64).reshape(-1, 3)
+    return hierarchy_constraints(constraints["hierarchy"])
 
 
 def triplet_positions(rows, constraints):
