@@ -39,6 +39,8 @@ PROBES = {
     "spectral_learning": ("job", "spectral_learning", None),
     "e2cp": ("job", "e2cp", None),
     "e2cp_3000_pairs": ("job", "e2cp", None, 3000),
+    # at 40000 rows, about the most constrained rows max_propagation allows (n x c <= 1.25e8: c <= 3125)
+    "e2cp_1560_pairs": ("job", "e2cp", None, 1560),
     "cop_kmeans": ("job", "cop_kmeans", None),
     "cop_rf": ("job", "cop_rf", None),
     "cop_rf_rca_filtered": ("job", "cop_rf", "rca_filtered"),

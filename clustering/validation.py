@@ -25,6 +25,7 @@ __all__ = [
     "ACTIVE_MIN_SAMPLES",
     "COP_RF_AUTO_MAX_SAMPLES",
     "DENSE_AFFINITY_LIMIT",
+    "E2CP_MAX_PROPAGATION",
     "E2CP_MAX_SAMPLES",
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
@@ -52,6 +53,10 @@ DENSE_AFFINITY_LIMIT = 3000
 # constraints on the kept pattern, a block at a time: 0.5 GiB at 7000 rows, 0.9 GiB at 20000, 2.0 GiB
 # (171 s) at 40000, 5.4 GiB (737 s) at 70000 (the LU's fill-in). 5.0 GiB at 7000 before the blocks.
 E2CP_MAX_SAMPLES = 40000
+# E2CP also holds Q and G, n x c float64 each (c: the samples that appear in a constraint), and Z_c, c x c:
+# samples x constrained points at most this (2 GiB for Q and G together; at 40000 samples, c <= 3125).
+# Below 5000 samples (c <= n) it never binds.
+E2CP_MAX_PROPAGATION = 125_000_000
 # COP-RF's default kNN graph on the forest affinity has k = n / 10 neighbours per row
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
 # at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.

@@ -169,6 +169,8 @@ METHODS = {
         "reference": "Lu, Ip. Constrained spectral clustering via exhaustive and efficient constraint propagation. ECCV 2010.",
         # clustering.validation.E2CP_MAX_SAMPLES (a test compares them)
         "max_samples": 40000,
+        # clustering.validation.E2CP_MAX_PROPAGATION (a test compares them)
+        "max_propagation": 125_000_000,
         "max_samples_reason": "above 40000 rows the sparse LU of its propagation needs more than the 4 GiB a "
                               "worker has (measured 2.0 GiB and 171 s at 40000 rows with 300 pairs, 5.4 GiB and "
                               "737 s at 70000: "
@@ -287,6 +289,10 @@ class MethodDocSchema(Schema):
                        "/dataset_id): the largest dataset it fits in one worker's 4 GiB and 3300 s; null: any "
                        "dataset the service accepts (SHOAL_MAX_ROWS). Some options have lower limits, quoted in "
                        "their description"})
+    max_propagation = fields.Integer(allow_none=True, metadata={
+        "description": "most rows x distinct rows named in must_link / cannot_link (e2cp: its two n x c "
+                       "propagation factors; more is a 422 constraints_too_large_for_method at /constraints); "
+                       "null: no such limit"})
     max_samples_reason = fields.String(allow_none=True, metadata={
         "description": "why, with the measurements, and what to use instead on more rows"})
     title = fields.String()

@@ -114,6 +114,25 @@ def _check_row_limit(method, meta):
                    method=method, max_samples=limit, n_samples=n)
 
 
+def _check_propagation_limit(method, n, checked):
+    """422 ``constraints_too_large_for_method`` at ``/constraints`` when rows x constrained rows is above
+    ``method``'s ``max_propagation`` (E2CP's n x c propagation factors, ``GET /v1/methods``)."""
+    limit = METHODS[method].get("max_propagation")
+    if limit is None:
+        return
+    pairs = [p for f in ("must_link", "cannot_link") for p in checked.get(f) or []]
+    c = len({int(i) for p in pairs for i in p})
+    if n * c <= limit:
+        return
+    raise ApiError(422, "constraints_too_large_for_method",
+                   f"method {method!r} propagates each constraint to every row: {n} rows x {c} rows in a "
+                   f"constraint is more than {limit}; constrain at most {limit // n} distinct rows on this "
+                   "dataset, or use spectral_learning or ccskl",
+                   errors={"/constraints": [f"at most {limit // n} distinct rows in must_link and cannot_link "
+                                            f"with method {method!r} on {n} rows (they name {c})"]},
+                   method=method, max_propagation=limit, n_samples=n, n_constrained_samples=c)
+
+
 def _check_method(body, meta):
     method = body["method"]
     if method not in METHODS:
@@ -161,6 +180,7 @@ def create_job(body):
     params = _check_method(body, meta)
     check_callback_url(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
+    _check_propagation_limit(body["method"], n, checked)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
     conflicts, n_conflicts = pairwise_conflicts(checked, item_ids)
     if n_conflicts and body["on_conflict"] == "reject":

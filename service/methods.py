@@ -77,6 +77,7 @@ def catalogue():
             "presets": m.get("presets", []),
             "max_samples": m.get("max_samples"),
             "max_samples_reason": m.get("max_samples_reason"),
+            "max_propagation": m.get("max_propagation"),
             "params": _params_doc(m["params"]),
         })
     params = {"pairwise": URASCParamsSchema, "triplet": TripletParamsSchema}

@@ -58,3 +58,10 @@ def test_row_limits_on_the_wire_are_the_estimators_limits():
     # the wire offers no integer n_neighbors, so the "auto" graph's limit holds for every cop_rf job
     assert set(WIRE["cop_rf"]["params"]().fields["n_neighbors"].validators[0].choices) == {"auto", "select"}
     assert {k for k, m in WIRE.items() if m.get("max_samples") is not None} == {"e2cp", "cop_rf"}
+
+
+def test_propagation_limit_on_the_wire_is_the_estimators_limit():
+    from clustering.validation import E2CP_MAX_PROPAGATION
+
+    assert WIRE["e2cp"]["max_propagation"] == E2CP_MAX_PROPAGATION
+    assert {k for k, m in WIRE.items() if m.get("max_propagation") is not None} == {"e2cp"}

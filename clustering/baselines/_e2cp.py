@@ -14,7 +14,7 @@ from .._graph import knn_gaussian_graph, normalized_adjacency
 from .._params import Interval, Options, validate_params
 from .._spectral import kmeans_labels, njw_embedding
 from ..exceptions import InvalidInputError
-from ..validation import E2CP_MAX_SAMPLES, check_data, check_n_clusters
+from ..validation import E2CP_MAX_PROPAGATION, E2CP_MAX_SAMPLES, check_data, check_n_clusters
 from ._spectral_clustering import _info_json
 
 __all__ = ["E2CP"]
@@ -262,8 +262,10 @@ class E2CP(ClusterMixin, BaseEstimator):
         Raises
         ------
         InvalidInputError
-            Bad data, constraint indices, kinds, weights or parameters, or
-            more than 40000 samples (``E2CP_MAX_SAMPLES``).
+            Bad data, constraint indices, kinds, weights or parameters, more
+            than 40000 samples (``E2CP_MAX_SAMPLES``), or samples x constrained
+            samples above ``E2CP_MAX_PROPAGATION`` (1.25e8: the n x c
+            propagation factors would need more than 2 GiB).
         """
         self._validate()
         X = check_data(X)
@@ -278,6 +280,15 @@ class E2CP(ClusterMixin, BaseEstimator):
             )
         K = check_n_clusters(self.n_clusters, n)
         cons = check_pairwise(pairs, pair_kind, pair_weight, n)
+        c = np.unique(cons.unique()[0].ravel()).size
+        if n * c > E2CP_MAX_PROPAGATION:
+            raise InvalidInputError(
+                f"E2CP propagates each constraint to every sample: {n} samples x {c} constrained samples "
+                f"is more than {E2CP_MAX_PROPAGATION:.3g} (two n x c float64 factors, over 2 GiB); use fewer "
+                f"constraints (at most {E2CP_MAX_PROPAGATION // n} samples in them here), or SpectralLearning "
+                "or CCSKL",
+                field="pairs",
+            )
         conflicts, n_conflicts = cons.conflicts()
         cb = self.callback
         rng = check_random_state(self.random_state)

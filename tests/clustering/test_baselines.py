@@ -492,3 +492,19 @@ def test_e2cp_sparse_adjust_agrees_with_dense_on_its_pattern(monkeypatch, block_
     row[i] = -np.inf
     assert F[i, int(np.argmax(row))] == pytest.approx(row.max())
     assert adjusted_rand_score(dense.labels_, sparse.labels_) > 0.9
+
+
+def test_e2cp_refuses_more_propagation_than_its_limit(monkeypatch):
+    """Q and G are n x c (c: samples in a constraint): samples x constrained samples is bounded, and
+    the bound itself is fitted."""
+    from clustering.baselines import _e2cp
+
+    X, y = make_blobs(40, centers=3, random_state=0)
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])  # c = 6: n * c = 240
+    monkeypatch.setattr(_e2cp, "E2CP_MAX_PROPAGATION", 239)
+    with pytest.raises(InvalidInputError, match="40 samples x 6 constrained samples") as err:
+        E2CP(n_clusters=3, n_neighbors=5, random_state=0).fit(X, pairs=pairs, pair_kind=[1, 1, -1])
+    assert err.value.field == "pairs" and "at most 5 samples" in str(err.value)
+    monkeypatch.setattr(_e2cp, "E2CP_MAX_PROPAGATION", 240)
+    est = E2CP(n_clusters=3, n_neighbors=5, random_state=0).fit(X, pairs=pairs, pair_kind=[1, 1, -1])
+    assert est.diagnostics_["n_constrained_points"] == 6

@@ -383,6 +383,25 @@ def test_a_dataset_over_the_method_row_limit_is_refused_and_one_at_it_is_accepte
     assert r.status_code == 202, r.json
 
 
+def test_e2cp_constraints_naming_too_many_rows_are_refused_at_submission(store):
+    """E2CP's two n x c propagation factors: rows x constrained rows is bounded before the job is queued
+    (refused by fit on the worker otherwise); at the bound it is accepted."""
+    from schemas.methods import METHODS
+
+    limit = METHODS["e2cp"]["max_propagation"]
+    n = METHODS["e2cp"]["max_samples"]
+    client, did = _rows_dataset(store, n)
+    c = limit // n  # the most distinct constrained rows allowed here
+    ok = [[2 * k, 2 * k + 1] for k in range(c // 2)]
+    body = {"dataset_id": did, "method": "e2cp", "n_clusters": 3}
+    over = client.post("/v1/jobs", json={**body, "constraints": {"must_link": ok, "cannot_link": [[c, c + 1]]}})
+    assert over.status_code == 422 and over.mimetype == PROBLEM, over.json
+    assert over.json["code"] == "constraints_too_large_for_method" and list(over.json["errors"]) == ["/constraints"]
+    assert over.json["n_constrained_samples"] == c + 2 - c % 2 and over.json["max_propagation"] == limit
+    assert f"at most {c} distinct rows" in over.json["errors"]["/constraints"][0]
+    assert client.post("/v1/jobs", json={**body, "constraints": {"must_link": ok}}).status_code == 202
+
+
 def test_the_row_limit_comes_before_a_preset_option_limit(store):
     """rca_filtered's dense options stop at 3000 rows; on a dataset over cop_rf's own limit the
     client is told that no option of cop_rf runs there."""
