@@ -39,8 +39,10 @@ PROBES = {
     "spectral_learning": ("job", "spectral_learning", None),
     "e2cp": ("job", "e2cp", None),
     "e2cp_3000_pairs": ("job", "e2cp", None, 3000),
-    # at 40000 rows, about the most constrained rows max_propagation allows (n x c <= 1.25e8: c <= 3125)
+    # at 40000 rows: c about 3100 (4.25 GiB, over the budget: what set max_propagation lower) and
+    # about 2000, the most max_propagation allows there (n x c <= 8e7)
     "e2cp_1560_pairs": ("job", "e2cp", None, 1560),
+    "e2cp_1000_pairs": ("job", "e2cp", None, 1000),
     "cop_kmeans": ("job", "cop_kmeans", None),
     "cop_rf": ("job", "cop_rf", None),
     "cop_rf_rca_filtered": ("job", "cop_rf", "rca_filtered"),

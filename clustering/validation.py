@@ -54,9 +54,10 @@ DENSE_AFFINITY_LIMIT = 3000
 # (171 s) at 40000, 5.4 GiB (737 s) at 70000 (the LU's fill-in). 5.0 GiB at 7000 before the blocks.
 E2CP_MAX_SAMPLES = 40000
 # E2CP also holds Q and G, n x c float64 each (c: the samples that appear in a constraint), and Z_c, c x c:
-# samples x constrained points at most this (2 GiB for Q and G together; at 40000 samples, c <= 3125).
+# samples x constrained points at most this: at 40000 samples and c = 3100 (n x c = 1.24e8) the fit
+# peaked at 4.25 GiB (604 s), over the 4 GiB budget; 8e7 allows c <= 2000 there (1.3 GB for Q and G).
 # Below 5000 samples (c <= n) it never binds.
-E2CP_MAX_PROPAGATION = 125_000_000
+E2CP_MAX_PROPAGATION = 80_000_000
 # COP-RF's default kNN graph on the forest affinity has k = n / 10 neighbours per row
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
 # at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.

@@ -170,7 +170,7 @@ METHODS = {
         # clustering.validation.E2CP_MAX_SAMPLES (a test compares them)
         "max_samples": 40000,
         # clustering.validation.E2CP_MAX_PROPAGATION (a test compares them)
-        "max_propagation": 125_000_000,
+        "max_propagation": 80_000_000,
         "max_samples_reason": "above 40000 rows the sparse LU of its propagation needs more than the 4 GiB a "
                               "worker has (measured 2.0 GiB and 171 s at 40000 rows with 300 pairs, 5.4 GiB and "
                               "737 s at 70000: "

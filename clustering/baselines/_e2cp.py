@@ -264,8 +264,9 @@ class E2CP(ClusterMixin, BaseEstimator):
         InvalidInputError
             Bad data, constraint indices, kinds, weights or parameters, more
             than 40000 samples (``E2CP_MAX_SAMPLES``), or samples x constrained
-            samples above ``E2CP_MAX_PROPAGATION`` (1.25e8: the n x c
-            propagation factors would need more than 2 GiB).
+            samples above ``E2CP_MAX_PROPAGATION`` (8e7: with the n x c
+            propagation factors and the LU, 4.25 GiB at 40000 samples and
+            3100 constrained samples).
         """
         self._validate()
         X = check_data(X)
@@ -284,7 +285,7 @@ class E2CP(ClusterMixin, BaseEstimator):
         if n * c > E2CP_MAX_PROPAGATION:
             raise InvalidInputError(
                 f"E2CP propagates each constraint to every sample: {n} samples x {c} constrained samples "
-                f"is more than {E2CP_MAX_PROPAGATION:.3g} (two n x c float64 factors, over 2 GiB); use fewer "
+                f"is more than {E2CP_MAX_PROPAGATION:.3g} (two n x c float64 factors beside the LU); use fewer "
                 f"constraints (at most {E2CP_MAX_PROPAGATION // n} samples in them here), or SpectralLearning "
                 "or CCSKL",
                 field="pairs",
