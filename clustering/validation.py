@@ -193,14 +193,25 @@ def check_values(X, *, name="X"):
 def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", allow_none=False):
     """Check ``2 <= n_clusters <= n_samples``.
 
+    Parameters
+    ----------
+    n_clusters : int or None
+        The number of clusters K asked for.
+    n_samples : int
+        Rows of the data.
+    name : str, default="n_clusters"
+        Field name used in the message and in ``InvalidInputError.field``.
+    allow_none : bool, default=False
+        Let None (K unknown) through.
+
     Returns
     -------
-    n_clusters : int or None
+    int, or None when ``n_clusters`` is None and ``allow_none``
 
     Raises
     ------
     InvalidInputError
-        Not an integer, or out of range.
+        Not an integer (bools refused), or out of range.
     """
     if n_clusters is None and allow_none:
         return None

@@ -131,3 +131,14 @@ def get_store():
         store = Store.from_settings()
         current_app.config["SHOAL_STORE"] = store
     return store
+
+
+def retry_after():
+    """The ``Retry-After`` header of a poll whose answer is not final yet.
+
+    Returns
+    -------
+    dict of str to str
+        ``{"Retry-After": seconds}`` with ``SHOAL_RETRY_AFTER`` (default 1 s).
+    """
+    return {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])}

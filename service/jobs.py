@@ -3,7 +3,7 @@
 import io
 
 import numpy as np
-from flask import current_app, send_file, url_for
+from flask import send_file, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
@@ -22,7 +22,7 @@ from schemas.results import ResultSchema
 from workers.store import load_affinity
 from workers.submit import submit_job
 
-from . import get_store
+from . import get_store, retry_after
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_data_values, check_size, dataset_or_404
@@ -45,10 +45,6 @@ def job_view(rec):
     view["affinity_url"] = (url_for("jobs.get_affinity", job_id=jid)
                             if rec["state"] == "SUCCEEDED" and has_matrix else None)
     return view
-
-
-def _retry_after():
-    return {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])}
 
 
 def job_or_404(store, job_id):
@@ -204,7 +200,7 @@ def create_job(body):
                      on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
                      n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
                      n_features=meta["n_features"])
-    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
+    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
     return job_view(rec), 202, headers
 
 
@@ -228,14 +224,14 @@ def get_job(job_id):
     """Job state and progress; ``Retry-After`` while not done."""
     rec = job_or_404(get_store(), job_id)
     view = job_view(rec)
-    return (view, 200, _retry_after()) if not view["done"] else view
+    return (view, 200, retry_after()) if not view["done"] else view
 
 
 def _result_or_error(store, job_id):
     rec = job_or_404(store, job_id)
     if rec["state"] != "SUCCEEDED":
         detail = f"job {job_id} is {rec['state']}; results exist only for SUCCEEDED jobs"
-        headers = _retry_after() if rec["state"] in ("QUEUED", "RUNNING") else {}
+        headers = retry_after() if rec["state"] in ("QUEUED", "RUNNING") else {}
         raise ApiError(409, "result_not_available", detail, headers=headers, state=rec["state"],
                        **({"job_error": rec["error"]} if rec.get("error") else {}))
     return rec
@@ -324,7 +320,7 @@ def predict(body, job_id):
                      params=parent["params"], constraints={}, random_state=parent["random_state"],
                      scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id, model=model,
                      n_features=X.shape[1])
-    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **_retry_after()}
+    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
     return job_view(rec), 202, headers
 
 

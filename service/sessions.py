@@ -4,7 +4,7 @@ The web process only records answers and hands out questions from the pool
 a worker computed; aggregation and re-clustering run on a worker.
 """
 
-from flask import current_app, url_for
+from flask import url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
@@ -31,7 +31,7 @@ from schemas.sessions import (
 from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
 from workers.submit import submit_session_update
 
-from . import get_store
+from . import get_store, retry_after
 from .callbacks import check_callback_url
 from .datasets import dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
@@ -95,10 +95,6 @@ def _item_ids_of(question, item_ids):
     return [item_ids[i] for i in question["items"]] if item_ids else None
 
 
-def _retry_after():
-    return {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])}
-
-
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(SessionCreateSchema)
@@ -149,7 +145,7 @@ def create_session(body):
                     callback_url=body["callback_url"])
     submit_session_update(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"]),
-                                        **_retry_after()}
+                                        **retry_after()}
 
 
 @blp.route("", methods=["GET"])
@@ -179,7 +175,7 @@ def get_session(session_id):
     view = session_view(ss, session_or_404(ss, session_id))
     behind = any(c["type"] == "ModelUpToDate" and c["status"] == "False" for c in view["conditions"])
     if behind and view["state"] != "FAILED":
-        return view, 200, _retry_after()
+        return view, 200, retry_after()
     return view
 
 
@@ -297,7 +293,7 @@ def get_model(session_id):
                        state=rec["state"], error=rec.get("error"))
     if model is None:
         raise ApiError(409, "model_not_ready", "the first model of this session is still being computed",
-                       state=rec["state"], headers=_retry_after())
+                       state=rec["state"], headers=retry_after())
     # The record's observed_revision moves past the model's when later answers closed no question
     # (they change nothing the model uses); the model written by a pass still ending is newer.
     model["observed_revision"] = max(model["observed_revision"], rec["observed_revision"])

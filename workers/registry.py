@@ -276,8 +276,23 @@ def extras(method, estimator, constraints=None):
 
 
 def diagnostics(method, estimator, constraints=None):
-    """The estimator's ``diagnostics_`` for ``result["diagnostics"]`` (without ``conflicts``),
-    with rows of the fitted triplets as the client's constraints (:func:`triplet_positions`)."""
+    """The estimator's ``diagnostics_`` for ``result["diagnostics"]``.
+
+    Parameters
+    ----------
+    method : str
+        Key of :data:`METHODS`.
+    estimator : fitted estimator
+    constraints : dict or None
+        The job's constraints, to name rows of the fitted triplets.
+
+    Returns
+    -------
+    dict
+        ``diagnostics_`` without ``conflicts`` (the result lists them
+        apart); the keys in the method's ``triplet_row_diagnostics`` hold
+        :func:`triplet_positions` instead of rows of the fitted array.
+    """
     out = {k: v for k, v in (getattr(estimator, "diagnostics_", None) or {}).items() if k != "conflicts"}
     for key in METHODS[method].triplet_row_diagnostics:
         if out.get(key) is not None:

@@ -109,38 +109,37 @@ if not committed then  -- a session from before the field
   committed = tonumber(redis.call('HGET', rec, 'budget_used') or '0') + redis.call('LLEN', ready)
 end
 local young = '(' .. tostring(now - lease_s)
-local pool, docs, busy = redis.call('LRANGE', pkey, 0, -1), {}, {}
+local pool, open, busy = redis.call('LRANGE', pkey, 0, -1), {}, {}
 local in_flight = 0
 for i, qid in ipairs(pool) do
   local raw = redis.call('HGET', qkey, qid)
-  docs[i] = raw
   if raw then
     local q = cjson.decode(raw)
-    local leased = redis.call('ZCOUNT', prefix .. qid, young, '+inf') > 0
-    if q['status'] == 'open' and (q['n_answers'] > 0 or leased) then
-      busy[i] = true
-      in_flight = in_flight + 1
+    if q['status'] == 'open' then
+      open[i] = {raw, q['n_answers']}
+      if q['n_answers'] > 0 or redis.call('ZCOUNT', prefix .. qid, young, '+inf') > 0 then
+        busy[i] = true
+        in_flight = in_flight + 1
+      end
     end
   end
 end
 local out = {}
 for i, qid in ipairs(pool) do
   if #out >= count then break end
-  local raw = docs[i]
-  if raw and (busy[i] or not budget or committed + in_flight < budget) then
-    local q = cjson.decode(raw)
+  local doc = open[i]
+  if doc and (busy[i] or not budget or committed + in_flight < budget) then
+    local take = worker == ''
     local lkey = prefix .. qid
-    if q['status'] == 'open' and worker == '' then
-      table.insert(out, raw)
+    if not take and not redis.call('ZSCORE', lkey, worker)
+        and doc[2] + redis.call('ZCOUNT', lkey, young, '+inf') < needed then
+      redis.call('ZADD', lkey, now, worker)
+      redis.call('EXPIRE', lkey, ttl)
+      take = true
+    end
+    if take then
+      table.insert(out, doc[1])
       if not busy[i] then in_flight = in_flight + 1 end
-    elseif q['status'] == 'open' and not redis.call('ZSCORE', lkey, worker) then
-      local outstanding = redis.call('ZCOUNT', lkey, young, '+inf')
-      if q['n_answers'] + outstanding < needed then
-        redis.call('ZADD', lkey, now, worker)
-        redis.call('EXPIRE', lkey, ttl)
-        table.insert(out, raw)
-        if not busy[i] then in_flight = in_flight + 1 end
-      end
     end
   end
 end

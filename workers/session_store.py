@@ -642,14 +642,38 @@ class SessionStore:
         return False
 
     def claim_update(self, sid, token):
-        """Start a pass as task ``token``: True (and the slot's expiry restarts) if the slot is its own
-        or free; False if another task holds it (that task runs the pass)."""
+        """Start a pass as task ``token``.
+
+        Parameters
+        ----------
+        sid : str
+        token : str
+            The Celery task id.
+
+        Returns
+        -------
+        bool
+            True (and the slot's expiry restarts) if the slot is the task's,
+            free, or held as code before 2026-11-27 left it ("running");
+            False if another task holds it (that task runs the pass).
+        """
         return bool(self._slot_script(keys=[self._key(sid, ":update")],
                                       args=["claim", token, "", self._slot_ttl()]))
 
     def hand_over_update(self, sid, token, new_token):
-        """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued); False if
-        ``token`` no longer holds it."""
+        """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued).
+
+        Parameters
+        ----------
+        sid : str
+        token, new_token : str
+            Celery task ids: the one holding the slot, the next pass's.
+
+        Returns
+        -------
+        bool
+            False (nothing changed) if ``token`` no longer holds the slot.
+        """
         return bool(self._slot_script(keys=[self._key(sid, ":update")],
                                       args=["hand_over", token, new_token, self._slot_ttl()]))
 

@@ -48,8 +48,19 @@ def enqueue_job_event(settings, job_id, callback_url):
     """Queue ``shoal.deliver_webhook`` (by name) for a job's ``callback_url``.
 
     Used by :meth:`Store.announce_end` for jobs that end without a worker.
-    A broker failure is logged, not raised: the job's end stands, only its
-    event is lost (polling stays the contract).
+
+    Parameters
+    ----------
+    settings : workers.config.Settings
+        Where the broker is.
+    job_id : str
+    callback_url : str
+        The job's checked ``callback_url``.
+
+    Raises
+    ------
+    Nothing: a broker failure is logged, not raised; the job's end stands,
+    only its event is lost (polling stays the contract).
     """
     try:
         _app(settings).send_task("shoal.deliver_webhook", args=[job_id, callback_url])
