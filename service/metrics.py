@@ -74,10 +74,14 @@ def _job_families(jobs):
     for method, v in sorted(_fields(jobs, "submitted").items()):
         submitted.add_metric([method], v)
         unfinished.add_metric([method], max(0.0, v - done[method]))
+    redispatched = CounterMetricFamily("shoal_jobs_redispatched", "Jobs queued again because their worker was lost",
+                                       labels=["method"])
+    for method, v in sorted(_fields(jobs, "redispatched").items()):
+        redispatched.add_metric([method], v)
     sums = _fields(jobs, "run_seconds_sum")
     for method, n in sorted(_fields(jobs, "run_seconds_count").items()):
         run.add_metric([method], count_value=n, sum_value=sums.get(method, 0.0))
-    return submitted, finished, unfinished, run
+    return submitted, finished, unfinished, run, redispatched
 
 
 def _session_families(sessions):
@@ -96,7 +100,10 @@ def _session_families(sessions):
     seconds = SummaryMetricFamily("shoal_session_pass_seconds", "Duration of session re-clustering passes, seconds")
     seconds.add_metric([], count_value=sessions.get("pass_seconds_count", 0.0),
                        sum_value=sessions.get("pass_seconds_sum", 0.0))
-    return created, answers, passes, seconds
+    lost = CounterMetricFamily("shoal_session_passes_redispatched",
+                               "Session passes handed to a new task because their worker was lost")
+    lost.add_metric([], sessions.get("passes_redispatched", 0.0))
+    return created, answers, passes, seconds, lost
 
 
 @blp.route("/metrics")

@@ -7,8 +7,8 @@ unacked-restore sweep whose lock expires soon, so a killed worker's task comes
 back soon even when the worker died holding that lock.
 """
 
+import logging
 import os
-import socket
 import threading
 
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
@@ -18,6 +18,8 @@ os.environ.setdefault("MKL_NUM_THREADS", "1")
 from celery import Celery, signals  # noqa: E402
 
 from .config import Settings  # noqa: E402
+
+log = logging.getLogger(__name__)
 
 
 def make_celery(settings=None):
@@ -59,24 +61,38 @@ def make_celery(settings=None):
 app = make_celery()
 
 
+@signals.worker_init.connect
+def _name_worker(sender=None, **kwargs):
+    """Name this worker before its pool processes fork, so that they inherit the name
+    (:func:`workers.liveness.current_worker_name`) and record their work under it."""
+    from .liveness import new_worker_name
+
+    new_worker_name()
+
+
 @signals.worker_ready.connect
 def _start_heartbeat(sender=None, **kwargs):
-    """Advertise this worker in Redis so /readyz can tell a worker is up."""
+    """Advertise this worker in Redis (``/readyz``) and recover the work of lost workers.
+
+    Beats every third of ``worker_heartbeat_ttl`` (:func:`workers.liveness.beat`).
+    """
+    from .liveness import beat, current_worker_name, new_worker_name
     from .store import Store
 
     store = Store.from_settings(app.shoal_settings)
-    name = f"{socket.gethostname()}:{os.getpid()}"
+    name = current_worker_name() or new_worker_name()
     stop = threading.Event()
+    interval = max(app.shoal_settings.worker_heartbeat_ttl / 3, 0.2)
 
-    def beat():
+    def run():
         while not stop.is_set():
             try:
-                store.worker_heartbeat(name, ttl=15)
+                beat(store, name)
             except Exception:  # noqa: BLE001 - Redis briefly down: try again next beat
-                pass
-            stop.wait(5)
+                log.warning("worker heartbeat failed", exc_info=True)
+            stop.wait(interval)
 
-    threading.Thread(target=beat, name="shoal-heartbeat", daemon=True).start()
+    threading.Thread(target=run, name="shoal-heartbeat", daemon=True).start()
     app._shoal_heartbeat_stop = stop
 
 

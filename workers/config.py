@@ -24,7 +24,12 @@ class Settings:
     ``unacked_mutex_expire`` bounds how long the lock of kombu's unacked-restore
     sweep outlives a worker killed while sweeping (kombu's default, 300 s,
     would hold back every redelivery that long); a sweep restores at most ten
-    messages, milliseconds of work.
+    messages, milliseconds of work. ``worker_heartbeat_ttl`` is how long a
+    worker's heartbeat holds (it beats three times in that span);
+    ``worker_lost_after`` how long after it ran out the worker counts as lost
+    and a live worker re-dispatches its jobs and session passes
+    (:mod:`workers.liveness`), instead of the broker redelivering them only
+    after ``visibility_timeout``.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -34,6 +39,8 @@ class Settings:
     unacked_restore_interval: int = 5
     unacked_mutex_expire: int = 30
     max_attempts: int = 3
+    worker_heartbeat_ttl: float = 15.0
+    worker_lost_after: float = 30.0
     job_ttl: int = 7 * 24 * 3600
     dataset_ttl: int = 30 * 24 * 3600
     progress_interval: float = 1.0
@@ -52,6 +59,8 @@ class Settings:
             unacked_restore_interval=_env_int("SHOAL_UNACKED_RESTORE_INTERVAL", cls.unacked_restore_interval),
             unacked_mutex_expire=_env_int("SHOAL_UNACKED_MUTEX_EXPIRE", cls.unacked_mutex_expire),
             max_attempts=_env_int("SHOAL_MAX_ATTEMPTS", cls.max_attempts),
+            worker_heartbeat_ttl=_env_float("SHOAL_WORKER_HEARTBEAT_TTL", cls.worker_heartbeat_ttl),
+            worker_lost_after=_env_float("SHOAL_WORKER_LOST_AFTER", cls.worker_lost_after),
             job_ttl=_env_int("SHOAL_JOB_TTL", cls.job_ttl),
             dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
             progress_interval=_env_float("SHOAL_PROGRESS_INTERVAL", cls.progress_interval),
@@ -64,6 +73,9 @@ class Settings:
                 "need SHOAL_SOFT_TIME_LIMIT < SHOAL_HARD_TIME_LIMIT < SHOAL_VISIBILITY_TIMEOUT, got "
                 f"{s.soft_time_limit}, {s.hard_time_limit}, {s.visibility_timeout}"
             )
+        if s.worker_heartbeat_ttl <= 0 or s.worker_lost_after < 0:
+            raise ValueError("need SHOAL_WORKER_HEARTBEAT_TTL > 0 and SHOAL_WORKER_LOST_AFTER >= 0, got "
+                             f"{s.worker_heartbeat_ttl}, {s.worker_lost_after}")
         if s.unacked_mutex_expire < 1:
             raise ValueError(f"need SHOAL_UNACKED_MUTEX_EXPIRE >= 1, got {s.unacked_mutex_expire}")
         return s

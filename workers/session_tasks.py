@@ -16,6 +16,7 @@ from clustering._active_dcrc import ActiveDCRC
 from clustering._metrics import clustering_scores, violated_constraints, violated_triplet_answers
 from clustering._urasc import URASC
 
+from . import liveness
 from .celery_app import app
 from .crowd import aggregate, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, SessionStore
@@ -305,6 +306,16 @@ def session_update(self, sid):
     token = self.request.id or uuid.uuid4().hex
     if not ss.claim_update(sid, token):
         return  # another task holds the slot: it runs the pass these answers need
+    worker, unit = liveness.current_worker_name(), f"session:{sid}"
+    liveness.track(ss.r, worker, unit, token)  # if this worker is lost, a live one resumes the pass
+    try:
+        _run_pass(store, ss, sid, token)
+    finally:
+        liveness.untrack(ss.r, worker, unit, token)
+
+
+def _run_pass(store, ss, sid, token):
+    """The body of :func:`session_update`, run as task ``token`` holding the slot."""
     rec = ss.get(sid)
     if rec is None:
         ss.finish_update(sid, token)

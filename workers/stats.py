@@ -5,9 +5,11 @@ transaction that writes the record being counted, so the counts are exact
 across gunicorn and Celery processes and survive their restarts:
 
     shoal:stats:jobs       submitted:{method}, finished:{method}:{state},
-                           run_seconds_sum:{method}, run_seconds_count:{method}
+                           run_seconds_sum:{method}, run_seconds_count:{method},
+                           redispatched:{method}
     shoal:stats:sessions   created:{question_type}, answers:{outcome},
-                           passes:{state}, pass_seconds_sum, pass_seconds_count
+                           passes:{state}, pass_seconds_sum, pass_seconds_count,
+                           passes_redispatched
 
 Field parts never contain ":" (method names, states, outcomes and question
 types are fixed words). The queue gauges are read from Celery's Redis
@@ -44,6 +46,16 @@ def job_finished(pipe, record, state, now):
     if record.get("started_ts"):
         pipe.hincrbyfloat(JOBS, f"run_seconds_sum:{method}", max(0.0, now - float(record["started_ts"])))
         pipe.hincrby(JOBS, f"run_seconds_count:{method}", 1)
+
+
+def job_redispatched(pipe, method):
+    """Count a job queued again because its worker was lost (:mod:`workers.liveness`)."""
+    pipe.hincrby(JOBS, f"redispatched:{method}", 1)
+
+
+def session_pass_redispatched(pipe):
+    """Count a session pass handed to a new task because its worker was lost."""
+    pipe.hincrby(SESSIONS, "passes_redispatched", 1)
 
 
 def session_created(pipe, question_type):

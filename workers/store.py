@@ -17,7 +17,8 @@ Layout (all keys prefixed ``shoal:``)::
     job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
     job:{id}:cancel       flag   cooperative cancellation request
     jobs                  zset   job ids by creation time (listing, pagination)
-    workers               zset   worker name -> heartbeat expiry (Unix s)
+    workers               zset   worker name -> heartbeat expiry (Redis server time, s)
+    worker:{name}:running hash   "job:{id}" / "session:{id}" -> task id (workers.liveness)
 
 State changes go through :meth:`Store._transition`, an optimistic
 transaction that only moves a job out of the states it may leave, so a
@@ -33,7 +34,7 @@ import time
 import redis
 import scipy.sparse as sp
 
-from . import stats
+from . import liveness, stats
 from .config import PREFIX, Settings
 from .dataset_store import DatasetStoreMixin
 from .records import decode_record, decode_token, dumps, encode_token, new_id, problem, utcnow_iso
@@ -78,21 +79,15 @@ class Store(DatasetStoreMixin):
         except redis.RedisError:
             return False
 
-    def worker_heartbeat(self, hostname, ttl=15):
-        """Record that worker ``hostname`` is alive for the next ``ttl`` seconds."""
-        now = time.time()
-        pipe = self.r.pipeline()
-        pipe.zadd(f"{PREFIX}workers", {hostname: now + ttl})
-        pipe.zremrangebyscore(f"{PREFIX}workers", "-inf", now)  # heartbeats that ran out
-        pipe.execute()
-
     def live_workers(self):
         """Names of workers whose heartbeat has not expired, sorted.
 
         One sorted-set read: ``/readyz`` and every ``/metrics`` scrape call it,
-        and it used to SCAN the whole key space for heartbeat keys.
+        and it used to SCAN the whole key space for heartbeat keys. The
+        heartbeats are in Redis server time (:func:`workers.liveness.beat`).
         """
-        return sorted(m.decode() for m in self.r.zrangebyscore(f"{PREFIX}workers", f"({time.time()}", "+inf"))
+        now = liveness.server_time(self.r)
+        return sorted(m.decode() for m in self.r.zrangebyscore(f"{PREFIX}workers", f"({now}", "+inf"))
 
     # -------------------------------------------------------- idempotency keys
     def claim_request(self, scope, key, fingerprint, *, pending_ttl=None):
@@ -185,6 +180,8 @@ class Store(DatasetStoreMixin):
             "n_conflicts": len(conflicts or []) if n_conflicts is None else int(n_conflicts),
             "progress": {"fraction": 0.0, "stage": "queued", "message": None},
             "attempts": 0,
+            "dispatch": jid,  # the Celery task id allowed to run it (workers.liveness)
+            "worker": None,
             "created_at": utcnow_iso(now),
             "created_ts": now,
             "started_at": None,
@@ -337,7 +334,7 @@ class Store(DatasetStoreMixin):
         Returns the new record, or None when the job is unknown or in another state.
         """
         key = f"{PREFIX}job:{jid}"
-        fields = ("state", "method", "started_ts")
+        fields = ("state", "method", "started_ts", "worker")
 
         def tx(pipe):
             cur = pipe.hmget(key, list(fields))
@@ -352,17 +349,33 @@ class Store(DatasetStoreMixin):
 
         return self._read(jid) if self.r.transaction(tx, key, value_from_callable=True) else None
 
-    def start_job(self, jid):
+    def start_job(self, jid, task_id=None, worker=None):
         """Mark RUNNING and count the attempt; None if the job must not run.
+
+        Parameters
+        ----------
+        jid : str
+        task_id : str, optional
+            The Celery task id asking. A job re-dispatched after its worker
+            was lost (:meth:`requeue_lost_job`) runs only as the task its
+            ``dispatch`` names: the lost worker's own message, which the broker
+            restores after its visibility timeout, is dropped. None (or a
+            record from before ``dispatch``) skips the check.
+        worker : str, optional
+            The worker running it (:func:`workers.liveness.current_worker_name`),
+            recorded so that its loss can be noticed; None tracks nothing.
 
         Returns
         -------
         record : dict or None
-            None when the job is unknown, finished or cancelled. When the
-            attempt cap is exceeded the job is FAILED and None is returned.
+            None when the job is unknown, finished, cancelled or dispatched to
+            another task. When the attempt cap is exceeded the job is FAILED
+            and None is returned.
         """
         rec = self._read(jid)
         if rec is None or rec["state"] not in ACTIVE:
+            return None
+        if task_id is not None and rec.get("dispatch") not in (None, task_id):
             return None
         attempts = int(rec.get("attempts", 0)) + 1
         if attempts > self.settings.max_attempts:
@@ -373,8 +386,65 @@ class Store(DatasetStoreMixin):
         now = time.time()
         return self._transition(jid, ACTIVE, {
             "state": "RUNNING", "attempts": attempts, "started_at": utcnow_iso(now), "started_ts": now,
+            "worker": worker,
             "progress": {"fraction": 0.0, "stage": "starting", "message": f"attempt {attempts}"},
-        })
+        }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""))
+
+    def requeue_lost_job(self, jid, worker, task_id, new_task_id):
+        """Put a job that lost worker ``worker`` back in the queue as task ``new_task_id``.
+
+        Called by :func:`workers.liveness.recover_worker`, which sends the task
+        after this returns True.
+
+        Parameters
+        ----------
+        jid : str
+        worker : str
+            The lost worker.
+        task_id : str
+            The task it ran the job as (from its running hash).
+        new_task_id : str
+            The task id to dispatch the job to.
+
+        Returns
+        -------
+        bool
+            True if the job was RUNNING on ``worker`` as ``task_id`` (or as a
+            task of a record from before ``dispatch``) and is now QUEUED for
+            ``new_task_id``; False if it moved on (finished, or started
+            elsewhere) and nothing changed.
+        """
+        return self._swap_dispatch(jid, ("RUNNING", worker, task_id), {
+            "state": "QUEUED", "dispatch": new_task_id, "worker": None,
+            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"}},
+            also=stats.job_redispatched)
+
+    def undo_requeue(self, jid, new_task_id, worker, task_id):
+        """Undo :meth:`requeue_lost_job` when the new task could not be sent: the
+        lost task's own redelivery (after the visibility timeout) stays the way back."""
+        return self._swap_dispatch(jid, ("QUEUED", None, new_task_id), {
+            "state": "RUNNING", "dispatch": task_id, "worker": worker})
+
+    def _swap_dispatch(self, jid, expected, updates, also=None):
+        """Apply ``updates`` iff the job's (state, worker, dispatch) is ``expected``
+        (a dispatch absent from the record matches any); True if applied.
+        ``also(pipe, method)`` queues more writes in the same transaction."""
+        key = f"{PREFIX}job:{jid}"
+        state, worker, dispatch = expected
+
+        def tx(pipe):
+            cur = [json.loads(v) if v is not None else None
+                   for v in pipe.hmget(key, ["state", "worker", "dispatch", "method"])]
+            if cur[0] != state or cur[1] != worker or cur[2] not in (None, dispatch):
+                pipe.unwatch()
+                return False
+            pipe.multi()
+            pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
+            if also is not None:
+                also(pipe, cur[3])
+            return True
+
+        return self.r.transaction(tx, key, value_from_callable=True)
 
     def set_progress(self, jid, fraction, stage, message=None):
         self._transition(jid, ("RUNNING",), {
@@ -388,8 +458,12 @@ class Store(DatasetStoreMixin):
         updates = {"state": state, "finished_at": utcnow_iso(now), "error": error}
         if state == "SUCCEEDED":
             updates["progress"] = {"fraction": 1.0, "stage": "done", "message": None}
-        rec = self._transition(jid, ACTIVE, updates,
-                               also=lambda pipe, before: stats.job_finished(pipe, before, state, now))
+
+        def also(pipe, before):
+            stats.job_finished(pipe, before, state, now)
+            liveness.untrack(pipe, before.get("worker"), f"job:{jid}")
+
+        rec = self._transition(jid, ACTIVE, updates, also=also)
         if rec is not None:
             ttl = self.settings.job_ttl
             key = f"{PREFIX}job:{jid}"

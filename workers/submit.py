@@ -34,7 +34,8 @@ def submit_job(store, **job):
     """
     rec = store.create_job(**job)
     try:
-        _app(store.settings).send_task("shoal.run_job", args=[rec["id"]])
+        # the first dispatch's task id is the job id (the record's ``dispatch``, workers.liveness)
+        _app(store.settings).send_task("shoal.run_job", args=[rec["id"]], task_id=rec["dispatch"])
     except Exception:
         from .records import problem
 

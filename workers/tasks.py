@@ -15,7 +15,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
-from . import registry
+from . import liveness, registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
 from .records import problem
@@ -196,9 +196,9 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
 def run_job(self, job_id):
     """Run one clustering job by id; the job record ends in a terminal state."""
     store = get_store()
-    job = store.start_job(job_id)
+    job = store.start_job(job_id, task_id=self.request.id, worker=liveness.current_worker_name())
     if job is None:
-        return  # unknown, finished, cancelled, or attempts exhausted
+        return  # unknown, finished, cancelled, attempts exhausted, or re-dispatched to another task
     callback_url = job.get("callback_url")
     try:
         if job.get("kind") == "predict":

@@ -89,3 +89,74 @@ def test_sigkill_mid_job_is_redelivered(fast_stack, restore_lock_left):
     if job["state"] == "SUCCEEDED":
         res = requests.get(base + job["result_url"], timeout=30).json()
         assert len(res["labels"]) == 2000
+
+
+#: A broker that would redeliver only after 15 minutes: recovery must come from the heartbeats.
+HEARTBEAT_RECOVERY = {
+    "SHOAL_SOFT_TIME_LIMIT": "280",
+    "SHOAL_HARD_TIME_LIMIT": "300",
+    "SHOAL_VISIBILITY_TIMEOUT": "900",
+    "SHOAL_WORKER_HEARTBEAT_TTL": "1",
+    "SHOAL_WORKER_LOST_AFTER": "2",
+    "SHOAL_PROGRESS_INTERVAL": "0.2",
+}
+
+
+@pytest.fixture()
+def slow_broker_stack(tmp_path):
+    with own_stack(HEARTBEAT_RECOVERY, tmp_path, web_workers=1) as stack_and_base:
+        yield stack_and_base
+
+
+def _store(stack):
+    from workers.config import Settings
+    from workers.store import Store
+
+    return Store.from_settings(Settings(redis_url=stack.redis_url))
+
+
+def _wait(what, check, timeout):
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.01)
+
+
+def test_a_lost_workers_job_is_run_again_long_before_the_broker_would(slow_broker_stack):
+    """SIGKILL of the whole worker mid-job: a live worker's heartbeat re-dispatches the job within
+    seconds (the broker's visibility timeout, 900 s here and 2 h by default, is not waited for)."""
+    stack, base = slow_broker_stack
+    store = _store(stack)
+    X = np.random.default_rng(0).standard_normal((2000, 5))
+    jid = submit(base, dataset_id=upload(base, X), method="spectral", n_clusters=4).json()["id"]
+    _wait("job never started", lambda: store.get_job(jid)["state"] == "RUNNING", 60)
+    stack.kill("worker1")
+    killed = time.monotonic()
+    stack.start_worker(concurrency=1)
+    job = wait_done(base, jid, timeout=120)
+    assert job["state"] == "SUCCEEDED" and job["attempts"] == 2, job
+    assert time.monotonic() - killed < 120
+    assert len(requests.get(base + job["result_url"], timeout=30).json()["labels"]) == 2000
+
+
+def test_a_lost_workers_session_pass_is_run_again_long_before_the_broker_would(slow_broker_stack):
+    """SIGKILL of the whole worker mid-pass: the session's slot goes to a new pass, which builds
+    the model and the question pool (without heartbeats the slot would be held for the hard limit
+    and the pass redelivered after the visibility timeout)."""
+    from workers.session_store import SessionStore
+
+    stack, base = slow_broker_stack
+    ss = SessionStore(_store(stack))
+    X = np.random.default_rng(0).standard_normal((3000, 8))
+    r = requests.post(base + "/v1/sessions", json={"dataset_id": upload(base, X), "budget": 50}, timeout=30)
+    sid = r.json()["id"]
+    _wait("pass never started", lambda: ss.get(sid)["pass_started_at"] is not None, 60)
+    stack.kill("worker1")
+    assert ss.get(sid)["observed_revision"] == -1  # killed before the pass ended
+    stack.start_worker(concurrency=1)
+    _wait("no model after the worker was lost", lambda: ss.get(sid)["observed_revision"] == 0, 120)
+    view = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
+    assert view["state"] == "ACTIVE", view
+    leased = requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w"},
+                           timeout=30).json()
+    assert len(leased["questions"]) == 5, leased

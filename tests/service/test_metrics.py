@@ -74,3 +74,23 @@ def test_redis_down_is_reported_not_raised(store):
     down = Store.from_settings(replace(store.settings, redis_url="redis://127.0.0.1:1/0"))
     values = _scrape(create_app({"TESTING": True, "SHOAL_STORE": down}).test_client())
     assert values == {("shoal_redis_up", ()): 0.0}
+
+
+def test_work_redispatched_after_a_lost_worker_is_counted(client, store, blobs_dataset):
+    from workers import liveness
+    from workers.session_store import SessionStore
+
+    before = _scrape(client)
+    jid = client.post("/v1/jobs", json={"dataset_id": blobs_dataset[0], "method": "e2cp", "n_clusters": 3}).json["id"]
+    store.start_job(jid, task_id=jid, worker="lost:1")
+    assert store.requeue_lost_job(jid, "lost:1", jid, "task-2")
+    assert not store.requeue_lost_job(jid, "lost:1", jid, "task-3")  # once only
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
+    store.r.set(SessionStore(store)._key(sid, ":update"), "pass-1")
+    liveness.track(store.r, "lost:2", f"session:{sid}", "pass-1")
+    assert liveness.recover_worker(store, "lost:2") == [f"session:{sid}"]
+    after = _scrape(client)
+    assert metric(after, "shoal_jobs_redispatched_total", method="e2cp") - metric(
+        before, "shoal_jobs_redispatched_total", method="e2cp") == 1
+    assert metric(after, "shoal_session_passes_redispatched_total") - metric(
+        before, "shoal_session_passes_redispatched_total") == 1

@@ -16,9 +16,19 @@ def test_restore_lock_expiry_reaches_the_broker_options(monkeypatch):
 @pytest.mark.parametrize("env, field", [
     ({"SHOAL_UNACKED_MUTEX_EXPIRE": "0"}, "SHOAL_UNACKED_MUTEX_EXPIRE"),
     ({"SHOAL_HARD_TIME_LIMIT": "8000"}, "SHOAL_HARD_TIME_LIMIT"),
+    ({"SHOAL_WORKER_HEARTBEAT_TTL": "0"}, "SHOAL_WORKER_HEARTBEAT_TTL"),
+    ({"SHOAL_WORKER_LOST_AFTER": "-1"}, "SHOAL_WORKER_LOST_AFTER"),
 ])
 def test_inconsistent_settings_are_refused_by_name(monkeypatch, env, field):
     for k, v in env.items():
         monkeypatch.setenv(k, v)
     with pytest.raises(ValueError, match=field):
         Settings.from_env()
+
+
+def test_worker_liveness_settings_are_read(monkeypatch):
+    monkeypatch.setenv("SHOAL_WORKER_HEARTBEAT_TTL", "2.5")
+    monkeypatch.setenv("SHOAL_WORKER_LOST_AFTER", "4")
+    s = Settings.from_env()
+    assert (s.worker_heartbeat_ttl, s.worker_lost_after) == (2.5, 4.0)
+    assert Settings().worker_heartbeat_ttl + Settings().worker_lost_after < Settings().visibility_timeout / 10

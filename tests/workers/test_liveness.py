@@ -1,0 +1,163 @@
+"""A worker lost as a whole: a live worker's heartbeat re-dispatches its jobs and session passes.
+
+Real Redis (the store fixture's database); the re-dispatched tasks land in
+that database's queues, where no worker consumes them, so the tests read
+the messages themselves.
+"""
+
+import base64
+import json
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from workers import liveness
+from workers.session_store import SessionStore
+from workers.store import Store
+
+
+@pytest.fixture()
+def lstore(store):
+    """The store with fast liveness settings and empty worker registry and queues."""
+    s = Store(store.r, replace(store.settings, worker_heartbeat_ttl=1.0, worker_lost_after=2.0))
+    for key in ("shoal:workers", *s.settings.queues.values()):
+        store.r.delete(key)
+    yield s
+    for key in ("shoal:workers", *s.settings.queues.values()):
+        store.r.delete(key)
+
+
+def _sent(store, queue):
+    """(task name, task id, args) of each message waiting in ``queue``."""
+    out = []
+    for raw in store.r.lrange(store.settings.queues[queue], 0, -1):
+        msg = json.loads(raw)
+        body = json.loads(base64.b64decode(msg["body"]))
+        out.append((msg["headers"]["task"], msg["headers"]["id"], body[0]))
+    return out
+
+
+def _job(store):
+    did = store.put_dataset(np.zeros((3, 2)), name="liveness")["id"]
+    return store.create_job(dataset_id=did, method="e2cp", n_clusters=2, params={}, constraints={},
+                            random_state=0)["id"]
+
+
+def _lose(store, name, seconds_ago):
+    """Make worker ``name``'s heartbeat have run out ``seconds_ago``."""
+    store.r.zadd("shoal:workers", {name: liveness.server_time(store.r) - seconds_ago})
+
+
+def test_a_lost_workers_job_is_queued_again_for_a_new_task_and_its_own_message_dropped(lstore):
+    jid = _job(lstore)
+    assert lstore.get_job(jid)["dispatch"] == jid  # the first task's id
+    assert lstore.start_job(jid, task_id=jid, worker="dead:1")["state"] == "RUNNING"
+    assert lstore.r.hget(liveness.running_key("dead:1"), f"job:{jid}") == jid.encode()
+    _lose(lstore, "dead:1", 10)
+    counted = int(lstore.r.hget("shoal:stats:jobs", "redispatched:e2cp") or 0)
+    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    rec = lstore.get_job(jid)
+    assert rec["state"] == "QUEUED" and rec["attempts"] == 1 and rec["worker"] is None
+    assert int(lstore.r.hget("shoal:stats:jobs", "redispatched:e2cp")) == counted + 1  # GET /metrics
+    [(name, task_id, args)] = _sent(lstore, "long")
+    assert name == "shoal.run_job" and args == [jid] and task_id == rec["dispatch"] != jid
+    assert lstore.start_job(jid, task_id=jid, worker="w:3") is None  # the lost task, redelivered
+    assert lstore.start_job(jid, task_id=task_id, worker="w:3")["attempts"] == 2
+    assert not lstore.r.exists(liveness.running_key("dead:1"))
+    assert lstore.r.zscore("shoal:workers", "dead:1") is None
+    lstore.finish_job(jid, "SUCCEEDED")
+    assert not lstore.r.hexists(liveness.running_key("w:3"), f"job:{jid}")
+
+
+def test_a_worker_is_lost_only_once_its_heartbeat_is_past_the_grace(lstore):
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="slow:1")
+    _lose(lstore, "slow:1", 1)  # ran out 1 s ago, grace 2 s: a late beat, not a loss
+    assert liveness.beat(lstore, "alive:2") == []
+    assert lstore.get_job(jid)["state"] == "RUNNING" and _sent(lstore, "long") == []
+    assert "slow:1" not in lstore.live_workers() and "alive:2" in lstore.live_workers()
+
+
+def test_a_lost_worker_is_recovered_by_one_live_worker_only(lstore):
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    _lose(lstore, "dead:1", 10)
+    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert liveness.beat(lstore, "alive:3") == []
+    assert len(_sent(lstore, "long")) == 1
+
+
+def test_work_that_moved_on_is_not_dispatched_again(lstore):
+    finished, elsewhere = _job(lstore), _job(lstore)
+    for jid in (finished, elsewhere):
+        lstore.start_job(jid, task_id=jid, worker="dead:1")
+    lstore.finish_job(finished, "SUCCEEDED")
+    lstore.r.hset(liveness.running_key("dead:1"), f"job:{finished}", finished)  # a stale entry
+    lstore.r.hset(f"shoal:job:{elsewhere}", "worker", json.dumps("other:9"))  # started again elsewhere
+    _lose(lstore, "dead:1", 10)
+    assert liveness.beat(lstore, "alive:2") == []
+    assert _sent(lstore, "long") == []
+    assert lstore.get_job(finished)["state"] == "SUCCEEDED"
+    assert lstore.get_job(elsewhere)["state"] == "RUNNING"
+    assert not lstore.r.exists(liveness.running_key("dead:1"))
+
+
+def test_a_job_from_before_dispatch_ids_is_still_recovered(lstore):
+    jid = _job(lstore)
+    lstore.r.hdel(f"shoal:job:{jid}", "dispatch")  # a record written by older code
+    lstore.start_job(jid, task_id="celery-uuid", worker="dead:1")
+    _lose(lstore, "dead:1", 10)
+    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert lstore.get_job(jid)["dispatch"] == _sent(lstore, "long")[0][1]
+
+
+def test_a_lost_workers_session_pass_is_handed_to_a_new_task(lstore, client, blobs_dataset):
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(lstore)
+    lstore.r.delete(ss._key(sid, ":update"), lstore.settings.queues["short"])  # the first pass: never run here
+    assert ss.claim_update(sid, "pass-1")
+    liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
+    _lose(lstore, "dead:1", 10)
+    counted = int(lstore.r.hget("shoal:stats:sessions", "passes_redispatched") or 0)
+    assert liveness.beat(lstore, "alive:2") == [f"session:{sid}"]
+    assert int(lstore.r.hget("shoal:stats:sessions", "passes_redispatched")) == counted + 1
+    [(name, task_id, args)] = _sent(lstore, "short")
+    assert name == "shoal.session_update" and args == [sid]
+    assert lstore.r.get(ss._key(sid, ":update")) == task_id.encode()  # the new task holds the slot
+    assert not ss.claim_update(sid, "pass-1")  # the lost task, redelivered, runs nothing
+
+
+def test_a_session_whose_slot_moved_on_gets_no_extra_pass(lstore, client, blobs_dataset):
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(lstore)
+    lstore.r.delete(lstore.settings.queues["short"])
+    lstore.r.set(ss._key(sid, ":update"), "pass-2")
+    liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
+    _lose(lstore, "dead:1", 10)
+    assert liveness.beat(lstore, "alive:2") == []
+    assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-2"
+
+
+def test_untracking_a_pass_leaves_the_next_pass_of_the_same_worker_tracked(lstore):
+    key = liveness.running_key("w:1")
+    liveness.track(lstore.r, "w:1", "session:s", "pass-2")  # the next pass started first
+    liveness.untrack(lstore.r, "w:1", "session:s", "pass-1")
+    assert lstore.r.hget(key, "session:s") == b"pass-2"
+    liveness.untrack(lstore.r, "w:1", "session:s", "pass-2")
+    assert not lstore.r.exists(key)
+
+
+def test_a_pass_already_running_again_elsewhere_is_not_doubled(lstore, client, blobs_dataset):
+    """A cold shutdown hands the pass's own message back at once: if a live worker runs it (same task
+    id), the lost worker's record of it must not start a second pass beside it."""
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(lstore)
+    lstore.r.delete(lstore.settings.queues["short"])
+    lstore.r.set(ss._key(sid, ":update"), "pass-1")
+    liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
+    liveness.track(lstore.r, "alive:2", f"session:{sid}", "pass-1")
+    _lose(lstore, "dead:1", 10)
+    assert liveness.beat(lstore, "alive:2") == []
+    assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-1"
+    lstore.r.delete(liveness.running_key("alive:2"))

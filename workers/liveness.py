@@ -1,0 +1,195 @@
+"""Worker liveness: heartbeats, the work each worker runs, and recovery when a worker is lost.
+
+A Celery worker killed as a whole (SIGKILL, OOM killer on the container,
+node loss) leaves its task unacknowledged in Redis, and kombu hands it out
+again only after the broker's ``visibility_timeout`` (2 h by default, since
+it must exceed the hard time limit). A job or a session pass would stall
+that long. So each worker advertises itself (``workers`` zset: name ->
+heartbeat expiry, Redis server time) and records what it runs::
+
+    worker:{name}:running  hash   "job:{id}" | "session:{id}" -> Celery task id
+
+Every live worker's heartbeat looks for workers whose heartbeat ran out more
+than ``worker_lost_after`` seconds ago. The first to remove such a worker
+from the zset (``ZREM`` answers 1 to one caller only) re-dispatches its work
+under new task ids:
+
+- a job still RUNNING on the lost worker goes back to QUEUED with the new
+  task id as its ``dispatch`` (:meth:`workers.store.Store.start_job` counts
+  the attempt when a worker picks it up, and runs only the task the record
+  names, so the lost worker's own message, restored by the broker after the
+  visibility timeout, is dropped);
+- a session whose slot the lost task still holds hands the slot to a new
+  pass (:meth:`workers.session_store.SessionStore.hand_over_update`), which
+  re-tells the questions the lost pass had taken; unless a live worker
+  already runs that task again (a cold shutdown gives its message back at
+  once), so that no two passes of a session run side by side.
+
+A worker whose heartbeat only stalled (Redis unreachable for longer than
+``worker_heartbeat_ttl + worker_lost_after``) may see its job run a second
+time; both runs write the same result under the job's id and the first to
+finish ends the job.
+"""
+
+import logging
+import os
+import socket
+import uuid
+
+from . import stats
+from .config import PREFIX
+
+log = logging.getLogger(__name__)
+
+#: Environment variable naming the worker process that owns this process's
+#: tasks (set in the worker's main process, inherited by its pool processes).
+WORKER_NAME_ENV = "SHOAL_WORKER_NAME"
+
+WORKERS = f"{PREFIX}workers"
+
+
+def running_key(name):
+    """The hash of the work worker ``name`` runs (unit -> task id)."""
+    return f"{PREFIX}worker:{name}:running"
+
+
+def new_worker_name():
+    """A name for this worker process, ``host:pid``, exported to its pool processes."""
+    name = f"{socket.gethostname()}:{os.getpid()}"
+    os.environ[WORKER_NAME_ENV] = name
+    return name
+
+
+def current_worker_name():
+    """The name of the worker running this task, or None outside a worker (nothing is tracked then)."""
+    return os.environ.get(WORKER_NAME_ENV) or None
+
+
+def server_time(client):
+    """Redis server time in seconds: one clock for every host's heartbeat."""
+    sec, usec = client.time()
+    return sec + usec / 1e6
+
+
+def track(pipe, name, unit, token):
+    """Record (or queue the write recording) that worker ``name`` runs ``unit`` as task ``token``.
+
+    Parameters
+    ----------
+    pipe : redis.Redis or redis.client.Pipeline
+        A pipeline when the transaction that starts the work should carry
+        the write, so the record and the tracking change together.
+    name : str or None
+        :func:`current_worker_name`; None tracks nothing.
+    unit : str
+        ``"job:{id}"`` or ``"session:{id}"``.
+    token : str
+        The Celery task id running it.
+    """
+    if name:
+        pipe.hset(running_key(name), unit, token)
+
+
+#: HDEL KEYS[1] ARGV[1] if its value is ARGV[2].
+_UNTRACK_LUA = """
+if redis.call('HGET', KEYS[1], ARGV[1]) == ARGV[2] then return redis.call('HDEL', KEYS[1], ARGV[1]) end
+return 0
+"""
+
+
+def untrack(pipe, name, unit, token=None):
+    """Forget (or queue forgetting) that worker ``name`` runs ``unit``.
+
+    ``pipe`` as for :func:`track`; ``name`` None: nothing. With ``token``,
+    only if the unit is still recorded as that task's: a session's next pass
+    may already run on another process of the same worker.
+    """
+    if not name:
+        return
+    if token is None:
+        pipe.hdel(running_key(name), unit)
+    else:
+        pipe.eval(_UNTRACK_LUA, 1, running_key(name), unit, token)
+
+
+def beat(store, name):
+    """Renew worker ``name``'s heartbeat and recover the work of lost workers.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    name : str
+        This worker's name (:func:`new_worker_name`).
+
+    Returns
+    -------
+    list of str
+        The units re-dispatched by this call (empty almost always).
+    """
+    s = store.settings
+    now = server_time(store.r)
+    store.r.zadd(WORKERS, {name: now + s.worker_heartbeat_ttl})
+    recovered = []
+    for lost in store.r.zrangebyscore(WORKERS, "-inf", now - s.worker_lost_after):
+        if store.r.zrem(WORKERS, lost):  # 1 for one caller only: that one recovers the worker's work
+            recovered += recover_worker(store, lost.decode())
+    return recovered
+
+
+def recover_worker(store, name):
+    """Re-dispatch the jobs and session passes lost worker ``name`` was running.
+
+    Returns
+    -------
+    list of str
+        The units re-dispatched (``"job:{id}"``, ``"session:{id}"``).
+    """
+    key = running_key(name)
+    out = []
+    for unit, token in store.r.hgetall(key).items():
+        unit, token = unit.decode(), token.decode()
+        kind, _, uid = unit.partition(":")
+        try:
+            done = (_requeue_job(store, uid, name, token) if kind == "job"
+                    else _resume_session(store, uid, token) if kind == "session" else False)
+        except Exception:  # noqa: BLE001 - one unit's failure must not keep the others lost
+            log.exception("worker %s lost: %s not re-dispatched", name, unit)
+            continue
+        store.r.hdel(key, unit)
+        if done:
+            log.warning("worker %s lost: %s re-dispatched", name, unit)
+            out.append(unit)
+    return out
+
+
+def _requeue_job(store, jid, name, token):
+    new = uuid.uuid4().hex
+    if not store.requeue_lost_job(jid, name, token, new):
+        return False
+    from .submit import _app  # the producer app; the Celery app is not imported by the store
+
+    try:
+        _app(store.settings).send_task("shoal.run_job", args=[jid], task_id=new)
+    except Exception:
+        store.undo_requeue(jid, new, name, token)  # the lost task's own redelivery stays the way back
+        raise
+    return True
+
+
+def _resume_session(store, sid, token):
+    from .session_store import SessionStore
+    from .submit import _app
+
+    ss = SessionStore(store)
+    if any(store.r.hget(running_key(w), f"session:{sid}") == token.encode() for w in store.live_workers()):
+        return False  # the lost task's message came back (a cold shutdown restores it) and runs elsewhere
+    new = uuid.uuid4().hex
+    if not ss.hand_over_update(sid, token, new):
+        return False  # the slot moved on (expired, released, or another pass has it)
+    try:
+        _app(store.settings).send_task("shoal.session_update", args=[sid], task_id=new)
+    except Exception:
+        ss.finish_update(sid, new)  # the next answers that close a question queue a pass
+        raise
+    stats.session_pass_redispatched(store.r)
+    return True
