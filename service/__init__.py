@@ -4,7 +4,7 @@ from flask import Flask, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Api
 
-from . import body, errors, request_id
+from . import auth, body, errors, request_id
 from .config import Config
 
 
@@ -59,7 +59,9 @@ def create_app(config=None):
         app.config.from_object(config)
 
     request_id.register(app)
+    auth.register(app)
     api = ShoalApi(app)
+    auth.document(api)
     from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
 
     for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):

@@ -41,6 +41,9 @@ class Config:
     # callback_url may name a loopback / private / link-local host (tests, or a
     # deployment whose clients share its network); off: refused with a 422.
     SHOAL_CALLBACK_ALLOW_PRIVATE = _flag("SHOAL_CALLBACK_ALLOW_PRIVATE")
+    # API keys (service.auth): comma-separated, and / or a file with one per line; none: no key needed.
+    SHOAL_API_KEYS = os.environ.get("SHOAL_API_KEYS", "")
+    SHOAL_API_KEYS_FILE = os.environ.get("SHOAL_API_KEYS_FILE", "")
     TESTING = False
 
 

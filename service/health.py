@@ -10,6 +10,7 @@ blp = Blueprint("health", __name__, description="Liveness and readiness probes")
 
 
 @blp.route("/healthz")
+@blp.doc(security=[])  # open even when the deployment sets API keys (service.auth)
 @blp.response(200)
 def healthz():
     """Liveness: the web process answers."""
@@ -17,6 +18,7 @@ def healthz():
 
 
 @blp.route("/readyz")
+@blp.doc(security=[])
 @blp.response(200)
 @problem_docs(blp, (503, "Redis or every worker unreachable"))
 def readyz():

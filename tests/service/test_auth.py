@@ -1,0 +1,68 @@
+"""Optional API keys (service.auth): off by default, then every route but the probes and docs needs one."""
+
+import pytest
+
+from service import create_app
+from service.auth import load_keys
+
+KEY = "k" * 15 + "1"
+OTHER = "s3cr3t-for-the-crowd-adapter"
+
+
+@pytest.fixture()
+def locked(store, tmp_path):
+    keys_file = tmp_path / "keys"
+    keys_file.write_text(f"# the crowd adapter's key\n\n{OTHER}\n")
+    app = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_API_KEYS": f" {KEY} ,",
+                      "SHOAL_API_KEYS_FILE": str(keys_file)})
+    return app.test_client()
+
+
+def test_without_keys_configured_no_key_is_needed(client):
+    assert client.get("/v1/methods").status_code == 200
+
+
+@pytest.mark.parametrize("headers, detail", [
+    ({}, "needs an API key"),
+    ({"Authorization": "Bearer wrong-key-wrong-key"}, "not valid"),
+    ({"Authorization": f"Basic {KEY}"}, "needs an API key"),
+    ({"Authorization": "Bearer "}, "needs an API key"),
+    ({"Authorization": f"Bearer {KEY[:-1]}"}, "not valid"),
+])
+def test_a_missing_or_wrong_key_is_a_401_problem_before_the_body_is_read(locked, headers, detail):
+    r = locked.post("/v1/datasets", data=b"[[1, 2", headers={**headers, "Content-Type": "application/json"})
+    assert r.status_code == 401 and r.mimetype == "application/problem+json", r.data
+    assert r.json["code"] == "unauthorized" and detail in r.json["detail"] and r.json["request_id"]
+    assert r.headers["WWW-Authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("key", [KEY, OTHER])
+def test_any_configured_key_opens_the_api(locked, key):
+    auth = {"Authorization": f"Bearer {key}"}
+    r = locked.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0]]}, headers=auth)
+    assert r.status_code == 201, r.json
+    assert locked.get(f"/v1/datasets/{r.json['id']}", headers={"Authorization": f"bearer {key}"}).status_code == 200
+    assert locked.get("/metrics", headers=auth).status_code == 200
+    assert locked.get("/metrics").status_code == 401
+
+
+@pytest.mark.parametrize("path", ["/healthz", "/openapi.yaml", "/openapi.json", "/docs"])
+def test_probes_and_docs_stay_open(locked, path):
+    assert locked.get(path).status_code == 200
+
+
+def test_the_openapi_document_describes_the_bearer_scheme(locked):
+    spec = locked.get("/openapi.json").json
+    assert spec["components"]["securitySchemes"]["apiKey"]["scheme"] == "bearer"
+    assert spec["paths"]["/healthz"]["get"]["security"] == []
+
+
+@pytest.mark.parametrize("keys, message", [("short", "at least 16"), (f"{KEY} x{KEY}", "whitespace")])
+def test_weak_or_mangled_keys_stop_the_process_from_starting(keys, message):
+    with pytest.raises(ValueError, match=message):
+        load_keys(keys)
+
+
+def test_an_unreadable_keys_file_is_named(tmp_path):
+    with pytest.raises(ValueError, match="SHOAL_API_KEYS_FILE"):
+        load_keys("", str(tmp_path / "missing"))
