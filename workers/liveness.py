@@ -14,8 +14,8 @@ than ``worker_lost_after`` seconds ago. The first to remove such a worker
 from the zset (``ZREM`` answers 1 to one caller only) re-dispatches its work
 under new task ids:
 
-- a job still RUNNING on the lost worker goes back to QUEUED with the new
-  task id as its ``dispatch`` (:meth:`workers.store.Store.start_job` counts
+- a job still RUNNING on the lost worker goes back to QUEUED (CANCELLED if
+  its cancellation was asked for meanwhile) with the new task id as its ``dispatch`` (:meth:`workers.store.Store.start_job` counts
   the attempt when a worker picks it up, and runs only the task the record
   names, so the lost worker's own message, restored by the broker after the
   visibility timeout, is dropped);
@@ -142,7 +142,8 @@ def recover_worker(store, name):
     Returns
     -------
     list of str
-        The units re-dispatched (``"job:{id}"``, ``"session:{id}"``).
+        The units re-dispatched (``"job:{id}"``, ``"session:{id}"``; a job whose
+        cancellation was asked for is CANCELLED instead).
     """
     key = running_key(name)
     out = []
@@ -157,12 +158,18 @@ def recover_worker(store, name):
             continue
         store.r.hdel(key, unit)
         if done:
-            log.warning("worker %s lost: %s re-dispatched", name, unit)
+            log.warning("worker %s lost: %s taken over", name, unit)
             out.append(unit)
     return out
 
 
 def _requeue_job(store, jid, name, token):
+    rec = store.get_job(jid)
+    if rec is None or rec["state"] != "RUNNING" or rec.get("worker") != name:
+        return False
+    if store.cancel_requested(jid):  # cancelled while its worker was gone: nobody would see the flag
+        store.announce_end(store.finish_job(jid, "CANCELLED"))
+        return True
     new = uuid.uuid4().hex
     if not store.requeue_lost_job(jid, name, token, new):
         return False

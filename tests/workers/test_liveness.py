@@ -161,3 +161,12 @@ def test_a_pass_already_running_again_elsewhere_is_not_doubled(lstore, client, b
     assert liveness.beat(lstore, "alive:2") == []
     assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-1"
     lstore.r.delete(liveness.running_key("alive:2"))
+
+
+def test_a_lost_job_whose_cancellation_was_asked_for_ends_cancelled(lstore):
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    assert lstore.request_cancel(jid)["state"] == "RUNNING"  # the flag its worker would have seen
+    _lose(lstore, "dead:1", 10)
+    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert lstore.get_job(jid)["state"] == "CANCELLED" and _sent(lstore, "long") == []
