@@ -54,7 +54,8 @@ def test_without_overlap_there_is_no_estimate_and_nothing_to_compare():
 
 def _session_after_one_disputed_question(client, store, dataset_id, aggregation):
     """A session where worker "a" and "b" agree on ten questions and "c" always contradicts
-    them; on an eleventh, "a" says must_link, "c" cannot_link and "b" dont_know."""
+    them; on an eleventh, "a" says must_link, "c" cannot_link and "b" dont_know: a tie, so it is
+    asked of up to three more workers, who say dont_know, and it closes tied."""
     from workers.session_store import SessionStore
     from workers.session_tasks import update_once
 
@@ -72,6 +73,9 @@ def _session_after_one_disputed_question(client, store, dataset_id, aggregation)
             {"a": "must_link", "b": "dont_know", "c": "cannot_link"}
         for w, answer in votes.items():
             assert ss.record_answer(sid, q["question_id"], answer, w, f"{w}-{k}", 0).startswith("accepted")
+    qid = questions[10]["question_id"]
+    extra = [ss.record_answer(sid, qid, "dont_know", w, f"{w}-10", 0) for w in ("d", "e", "f")]
+    assert extra == ["accepted", "accepted", "accepted:ready"] and ss.question(sid, qid)["tie_breakers"] == 3
     update_once(store, ss, sid)
     return ss.question(sid, questions[10]["question_id"])["aggregated"]
 
