@@ -4,6 +4,9 @@ The worker's passes run here (``update_once``) on the test store, whose queue
 no worker consumes, so the tests decide when a pass runs.
 """
 
+import math
+import time
+
 import pytest
 
 PROBLEM = "application/problem+json"
@@ -165,7 +168,7 @@ def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(cli
     assert s["budget_committed"] == 3 and s["budget_used"] == 0 and _condition(s, "BudgetExhausted")["reason"]
     # the three questions waiting for the model hold the whole budget: nothing more is handed out ...
     r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w5"})
-    assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == str(max(1, math.ceil(s["last_pass_seconds"])))
     # ... and answers to the other questions are late, with the reason
     res = _answer(client, sid, *[(q, "cannot_link", "w4", f"w4-{q}") for q in ("q1", "q4")])
     assert [x["outcome"] for x in res["results"]] == ["late"] * 2
@@ -407,3 +410,43 @@ def test_a_question_waiting_for_its_tie_breaker_holds_its_place_in_the_budget(cl
     s = client.get(f"/v1/sessions/{sid}").json
     assert (s["state"], s["budget_used"], s["counters"]["questions_closed"]) == ("COMPLETED", 1, 1), s
     assert ss.question(sid, "q0")["aggregated"] == "cannot_link"
+
+
+# ---------------------------------------------------------------- Retry-After of an empty lease
+
+
+def test_an_empty_lease_says_to_retry_after_the_pass_that_is_due(client, store, blobs_dataset):
+    """Questions waiting for the model hold the budget: nothing is handed out until the pass ends,
+    which takes about as long as the last one did (a triplet session on 20000 rows: 35 s, not 1)."""
+    from workers.records import utcnow_iso
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=1)
+    q = ss.lease(sid, 1, "w1")[0]
+    _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    ss.update(sid, last_pass_seconds=12.5)  # a pass as long as a large session's
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == "13"  # queued: the whole pass
+    started = time.time() - 4
+    ss.update(sid, pass_started_at=utcnow_iso(started))  # running for 4 s
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.json["questions"] == []
+    assert math.ceil(12.5 - (time.time() - started)) <= int(r.headers["Retry-After"]) <= math.ceil(12.5 - 4)
+    ss.update(sid, pass_started_at=utcnow_iso(time.time() - 60))  # overdue: poll as usual
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.headers["Retry-After"] == "1"
+
+
+def test_an_empty_lease_of_a_session_that_will_ask_nothing_more_has_no_retry_after(client, store, blobs_dataset):
+    """A COMPLETED session whose budget is not used up (nothing was left to ask) hands out nothing
+    ever again: Retry-After told every worker to poll it forever."""
+    sid, ss = _open(client, store, blobs_dataset[0], budget=5)
+    ss.replace_pool(sid, [], 0, final=True)
+    ss.update(sid, state="COMPLETED")  # what a pass does when nothing is left to ask
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w1"})
+    assert r.status_code == 200 and r.json["questions"] == [] and r.json["budget_remaining"] == 5
+    assert "Retry-After" not in r.headers
+    # an ACTIVE session whose open questions other workers hold: retry after SHOAL_RETRY_AFTER
+    sid, ss = _open(client, store, blobs_dataset[0], pool_size=2)
+    assert len(ss.lease(sid, 5, "w1")) == 2
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"
