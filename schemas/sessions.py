@@ -185,10 +185,15 @@ class SessionSchema(Schema):
         "description": "answers_received = accepted + duplicate + late + rejected (answer outcomes); "
                        "questions_closed (aggregated and told to the model) = budget_used + questions_unused "
                        "(closed questions the model did not use, see the question's model_outcome); "
-                       "disagreements (closed questions whose answers differed); conflicts (closed questions "
-                       "URASC refused as contradicting earlier answers, also in questions_unused)"})
+                       "disagreements (closed questions with two different informative answers: must_link and "
+                       "cannot_link, or yes and no; a dont_know beside agreeing answers is no disagreement); "
+                       "conflicts (closed questions URASC refused as contradicting earlier answers, also in "
+                       "questions_unused)"})
     conditions = fields.List(fields.Nested(ConditionSchema))
-    disagreements = fields.List(fields.Dict())
+    disagreements = fields.List(fields.Dict(), metadata={
+        "description": "the last 20 closed questions counted under counters.disagreements: question_id, items, "
+                       "votes, aggregated, tie_breakers (answers asked beyond answers_per_question because the "
+                       "votes tied) and tied (they still tie: closed after the most tie-breakers)"})
     conflicts = fields.List(fields.Dict())
     error = fields.Dict(allow_none=True)
     created_at = fields.String()
