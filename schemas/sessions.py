@@ -121,8 +121,12 @@ class SessionCreateSchema(Schema):
                          "vote always. In bench/crowd_aggregation.py one_coin was at or above majority vote "
                          "in 26 of 30 simulated crowds and sizes (up to +.11); below it by .11-.12 where two of "
                          "three fixed workers answered at random on balanced questions, by at most .014 elsewhere")
-    answers_per_question = StrictInteger(load_default=1, validate=validate.Range(min=1, max=15),
-                                         metadata={"description": "answers collected before a question closes"})
+    answers_per_question = StrictInteger(
+        load_default=1, validate=validate.Range(min=1, max=15),
+        metadata={"description": "answers collected before a question closes; when they tie (as many "
+                                 "must_link as cannot_link, or yes as no; dont_know left out) the question takes "
+                                 "one more answer at a time until they do not, at most answers_per_question "
+                                 "more (its tie_breakers), and counts once against the budget"})
     pool_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
                               metadata={"description": "questions kept ready for parallel workers"})
     lease_seconds = StrictInteger(
@@ -181,10 +185,15 @@ class SessionSchema(Schema):
         "description": "answers_received = accepted + duplicate + late + rejected (answer outcomes); "
                        "questions_closed (aggregated and told to the model) = budget_used + questions_unused "
                        "(closed questions the model did not use, see the question's model_outcome); "
-                       "disagreements (closed questions whose answers differed); conflicts (closed questions "
-                       "URASC refused as contradicting earlier answers, also in questions_unused)"})
+                       "disagreements (closed questions with two different informative answers: must_link and "
+                       "cannot_link, or yes and no; a dont_know beside agreeing answers is no disagreement); "
+                       "conflicts (closed questions URASC refused as contradicting earlier answers, also in "
+                       "questions_unused)"})
     conditions = fields.List(fields.Nested(ConditionSchema))
-    disagreements = fields.List(fields.Dict())
+    disagreements = fields.List(fields.Dict(), metadata={
+        "description": "the last 20 closed questions counted under counters.disagreements: question_id, items, "
+                       "votes, aggregated, tie_breakers (answers asked beyond answers_per_question because the "
+                       "votes tied) and tied (they still tie: closed after the most tie-breakers)"})
     conflicts = fields.List(fields.Dict())
     error = fields.Dict(allow_none=True)
     created_at = fields.String()
@@ -264,6 +273,10 @@ class QuestionRecordSchema(Schema):
     status = fields.String(validate=validate.OneOf(QUESTION_STATES))
     created_revision = fields.Integer()
     n_answers = fields.Integer()
+    tie_breakers = fields.Integer(metadata={
+        "description": "answers the question was asked for beyond answers_per_question because its answers "
+                       "tied (as many must_link as cannot_link, or yes as no; dont_know left out): one more at a "
+                       "time, at most answers_per_question more; 0 when they never tied"})
     aggregated = fields.String(allow_none=True, metadata={
         "description": "the answer told to the model once closed (see the session's aggregation), else null"})
     model_outcome = fields.String(allow_none=True, validate=validate.OneOf(MODEL_OUTCOMES), metadata={

@@ -4,7 +4,11 @@ The web process only records answers and hands out questions from the pool
 a worker computed; aggregation and re-clustering run on a worker.
 """
 
-from flask import url_for
+import math
+import time
+from datetime import datetime
+
+from flask import current_app, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
@@ -28,7 +32,7 @@ from schemas.sessions import (
     TripletParamsSchema,
     URASCParamsSchema,
 )
-from workers.session_store import PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
+from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
 from workers.submit import submit_session_update
 
 from . import get_store, retry_after
@@ -88,6 +92,41 @@ def session_view(ss, rec):
 def _committed(rec):
     """Questions the model used plus those waiting for it (sessions from before the field: used only)."""
     return rec.get("budget_committed", rec["budget_used"])
+
+
+def _lease_retry_after(rec):
+    """The ``Retry-After`` header of a lease that handed out no question.
+
+    Parameters
+    ----------
+    rec : dict
+        The session's record, as read before the lease.
+
+    Returns
+    -------
+    dict of str to str
+        Empty when no question will come by waiting: the budget is used up,
+        or the session is COMPLETED (nothing left to ask) or FAILED (as its
+        poll, which then carries no ``Retry-After`` either). While a pass is
+        due (the first one, or questions with all their answers wait for the
+        model, which then refills the pool and may leave budget unused), the
+        seconds that pass is likely to take yet: the last pass's wall time
+        (``last_pass_seconds``) less the time the running one has run, at
+        least ``SHOAL_RETRY_AFTER``. Otherwise (every open question is held
+        by other workers or was this worker's) ``SHOAL_RETRY_AFTER``.
+    """
+    if rec["state"] not in OPEN_STATES or rec["budget_used"] >= rec["budget"]:
+        return {}
+    seconds = int(current_app.config["SHOAL_RETRY_AFTER"])
+    pass_due = rec["state"] == "INITIALIZING" or rec["observed_revision"] != rec["revision"] \
+        or _committed(rec) >= rec["budget"]
+    if pass_due and rec.get("last_pass_seconds"):
+        left = rec["last_pass_seconds"]
+        if rec.get("pass_started_at"):
+            started = datetime.fromisoformat(rec["pass_started_at"]).timestamp()
+            left -= time.time() - started
+        seconds = max(seconds, math.ceil(left))
+    return {"Retry-After": str(seconds)}
 
 
 def _item_ids_of(question, item_ids):
@@ -221,7 +260,14 @@ def list_questions(args, session_id):
 @blp.response(200, QuestionsSchema)
 @problem_docs(blp, (404, "Unknown session"))
 def lease_questions(body, session_id):
-    """A batch of the next most useful questions (several workers can answer in parallel)."""
+    """A batch of the next most useful questions (several workers can answer in parallel).
+
+    An empty batch carries ``Retry-After`` while waiting can bring questions:
+    about the time the re-clustering pass that is due needs yet (the last
+    pass's ``last_pass_seconds`` less the time the running one has run), else
+    ``SHOAL_RETRY_AFTER`` (1 s); none once the budget is used up or the
+    session is COMPLETED or FAILED.
+    """
     store = get_store()
     ss = SessionStore(store)
     rec = session_or_404(ss, session_id)
@@ -237,7 +283,7 @@ def lease_questions(body, session_id):
     out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
             "item_ids": _item_ids_of(q, item_ids), "answers": vocab}
            for q in questions]
-    headers = {} if out or not remaining else {"Retry-After": "1"}
+    headers = {} if out else _lease_retry_after(rec)
     return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining}, 200, headers
 
 

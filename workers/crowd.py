@@ -4,7 +4,10 @@ Majority vote per question; once two workers have answered two common
 questions, one-coin Dawid-Skene (:func:`clustering._crowd.one_coin_em`) over
 every answer of the session, so a worker who disagrees with the consensus
 elsewhere weighs less (a session's ``aggregation: "majority"`` keeps the
-vote). "dont_know" votes are left out of both. Sessions used crowd-kit's
+vote). "dont_know" votes are left out of both. Answers without a worker id
+count in both, each as the one answer of an unknown worker (which one-coin
+Dawid-Skene weighs as the crowd's average worker); they are left out of the
+workers' agreement (:func:`worker_reliability`). Sessions used crowd-kit's
 full ``DawidSkene`` before; ``bench/crowd_aggregation.py`` measured it below
 majority vote in most simulated crowds (bench/README.md, "Crowd
 aggregation").
@@ -17,7 +20,26 @@ from clustering._crowd import one_coin_em
 
 
 def _informative(all_answers):
-    return [(qid, a) for qid, a in all_answers if a["answer"] != "dont_know" and a.get("worker_id")]
+    return [(qid, a) for qid, a in all_answers if a["answer"] != "dont_know"]
+
+
+def disagree(votes):
+    """Whether a question's answers disagree: two different informative answers.
+
+    "dont_know" is an abstention, not an answer that contradicts another
+    (the aggregation and the workers' agreement leave it out too): must_link,
+    must_link and dont_know agree.
+
+    Parameters
+    ----------
+    votes : sequence of str
+        The question's answer words.
+
+    Returns
+    -------
+    bool
+    """
+    return len(set(votes) - {"dont_know"}) > 1
 
 
 def _workers_overlap(answers):
@@ -44,11 +66,17 @@ def fit_dawid_skene(all_answers):
     """One-coin Dawid-Skene (:func:`one_coin_em`) over the session's answers, or None
     when no two workers overlap.
 
+    Each answer without a worker id is the one answer of a worker of its own,
+    whose accuracy :func:`one_coin_em` shrinks to the crowd's pooled one: it
+    weighs as an average worker's. Left out (as they were before), two
+    anonymous cannot_link answers lost to one trusted worker's must_link,
+    where the majority vote took them.
+
     Parameters
     ----------
     all_answers : list of (str, dict)
         ``(question_id, answer)`` with the answer's ``answer`` word and
-        ``worker_id`` (:meth:`SessionStore.all_answers`).
+        ``worker_id`` (None: anonymous; :meth:`SessionStore.all_answers`).
 
     Returns
     -------
@@ -56,13 +84,16 @@ def fit_dawid_skene(all_answers):
         ``labels``: question_id -> the model's answer (questions with at
         least one informative answer and no exact tie; :func:`aggregate`
         keeps the majority vote for the others); ``accuracy``: worker_id ->
-        the estimated probability that the worker's answer is the true one.
+        the estimated probability that the worker's answer is the true one
+        (named workers only).
     """
     informative = _informative(all_answers)
-    if not _workers_overlap(informative):
+    if not _workers_overlap([(q, a) for q, a in informative if a.get("worker_id")]):
         return None
-    return one_coin_em([q for q, _ in informative], [a["worker_id"] for _, a in informative],
-                       [a["answer"] for _, a in informative])
+    # "w:" + id for a named worker, "a:" + position for each anonymous answer: no id can collide
+    workers = [f"w:{a['worker_id']}" if a.get("worker_id") else f"a:{k}" for k, (_, a) in enumerate(informative)]
+    labels, accuracy = one_coin_em([q for q, _ in informative], workers, [a["answer"] for _, a in informative])
+    return labels, {w[2:]: s for w, s in accuracy.items() if w.startswith("w:")}
 
 
 def aggregate(all_answers, ready, dawid_skene=None):
@@ -115,6 +146,13 @@ def worker_reliability(all_answers, dawid_skene=None):
         ``compared`` is 0); ``estimated_accuracy``: the one-coin
         Dawid-Skene estimate (:func:`one_coin_em`; null when no two workers
         overlap), rounded to 3 decimals.
+
+    Notes
+    -----
+    Answers without a worker id are nobody's to measure, and are not among
+    the "other workers" either: nothing stops a worker from also answering
+    a question anonymously, and its own answer would count as agreement.
+    They do count in the aggregated answer (:func:`aggregate`).
     """
     by_question = defaultdict(list)
     stats = defaultdict(Counter)

@@ -25,7 +25,11 @@ return 1
 # outcome instead, 'accepted' or 'late': those still count as a retry). A named
 # worker answers a question once: its answers are in the question's list. The
 # answering worker's lease on the question stops counting as outstanding
-# (score 0), so it is never leased that question again.
+# (score 0), so it is never leased that question again. A question whose
+# informative answers tie when it has its answers (as many must_link as
+# cannot_link, or yes as no; dont_know left out) stays open for one more
+# answer (its 'tie_breakers', the answers asked beyond ARGV[4], grows by one),
+# and closes once they no longer tie or after ARGV[4] extra answers.
 ANSWER_LUA = """
 local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local log = KEYS[7]
@@ -76,7 +80,22 @@ redis.call('RPUSH', log, logged)
 redis.call('EXPIRE', log, ttl)
 question['n_answers'] = question['n_answers'] + 1
 local outcome = 'accepted'
-if question['n_answers'] >= needed then
+local extra = question['n_answers'] - needed
+local tied = false
+if extra >= 0 and extra < needed then
+  local counts, first, second = {}, 0, 0
+  for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
+    local word = cjson.decode(raw)['answer']
+    if word ~= 'dont_know' then counts[word] = (counts[word] or 0) + 1 end
+  end
+  for _, n in pairs(counts) do
+    if n > first then first, second = n, first elseif n > second then second = n end
+  end
+  tied = first > 0 and first == second
+end
+if tied then
+  question['tie_breakers'] = extra + 1
+elseif extra >= 0 then
   question['status'] = 'ready'
   redis.call('RPUSH', ready, qid)
   redis.call('HSET', rec, 'budget_committed', committed + 1)
@@ -93,6 +112,7 @@ return outcome
 # answers plus the other workers' outstanding leases (younger than ARGV[4]
 # seconds, not yet answered) are fewer than the answers it needs (ARGV[5]).
 # Lease keys are built from the prefix ARGV[6] (one Redis, not a cluster).
+# A question waiting for tie-breakers needs that many answers more (ANSWER_LUA).
 # ARGV[2] '' (an untracked caller): the pool's first open questions, no lease
 # recorded and no slot checked. Within the budget (KEYS[3] the record, KEYS[4] the ready list): a question
 # nobody holds or answered yet is handed out only while the questions committed
@@ -116,7 +136,7 @@ for i, qid in ipairs(pool) do
   if raw then
     local q = cjson.decode(raw)
     if q['status'] == 'open' then
-      open[i] = {raw, q['n_answers']}
+      open[i] = {raw, q['n_answers'], needed + (q['tie_breakers'] or 0)}
       if q['n_answers'] > 0 or redis.call('ZCOUNT', prefix .. qid, young, '+inf') > 0 then
         busy[i] = true
         in_flight = in_flight + 1
@@ -132,7 +152,7 @@ for i, qid in ipairs(pool) do
     local take = worker == ''
     local lkey = prefix .. qid
     if not take and not redis.call('ZSCORE', lkey, worker)
-        and doc[2] + redis.call('ZCOUNT', lkey, young, '+inf') < needed then
+        and doc[2] + redis.call('ZCOUNT', lkey, young, '+inf') < doc[3] then
       redis.call('ZADD', lkey, now, worker)
       redis.call('EXPIRE', lkey, ttl)
       take = true

@@ -5,7 +5,8 @@ Layout (prefix ``shoal:session:{id}``)::
     (hash)            record: dataset, strategy, budget, revision, counters ... (JSON values)
     :state            bytes   the estimator's JSON state (URASC.get_state)
     :model            bytes   JSON {labels, n_clusters, observed_revision, ...}
-    :questions        hash    question_id -> JSON {items, type, status, n_answers, created_revision}
+    :questions        hash    question_id -> JSON {items, type, status, n_answers, created_revision,
+                              tie_breakers (once its answers tied)}
     :pool             list    open question ids, best first
     :answers:{qid}    list    JSON answers {answer, worker_id, assignment_id, revision}
     :answer_log       list    the same answers with their question_id, in arrival order (one
@@ -310,6 +311,8 @@ class SessionStore:
                 doc = {"question_id": q["question_id"], "type": q["type"], "items": q["items"],
                        "status": "open", "n_answers": old["n_answers"] if old else 0, "created_revision": revision,
                        "sample": q.get("sample"), "score": q.get("score")}
+                if old and old.get("tie_breakers"):  # it still waits for them (record_answer)
+                    doc["tie_breakers"] = old["tie_breakers"]
                 pipe.hset(qkey, q["question_id"], json.dumps(doc))
                 existing[q["question_id"]] = doc
         pipe.delete(pkey)
@@ -336,8 +339,9 @@ class SessionStore:
         -------
         questions : list of dict
             The question documents (``question_id``, ``type``, ``items``,
-            ``status``, ``n_answers``, ``created_revision``, and once closed
-            ``aggregated`` and ``model_outcome``; None before), each with
+            ``status``, ``n_answers``, ``created_revision``, ``tie_breakers``
+            (see :meth:`record_answer`), and once closed ``aggregated`` and
+            ``model_outcome``; None before), each with
             ``answers``: its recorded answers (``worker_id``,
             ``assignment_id``, ``answer``, ``revision``) in arrival order.
         next_page_token : str or None
@@ -356,6 +360,7 @@ class SessionStore:
         for q, given in zip(page, self.answers(sid, [q["question_id"] for q in page])):
             q.setdefault("aggregated", None)
             q.setdefault("model_outcome", None)
+            q.setdefault("tie_breakers", 0)
             q["answers"] = [{k: a.get(k) for k in ("worker_id", "assignment_id", "answer", "revision")}
                             for a in given]
         token = encode_token(0, page[-1]["question_id"]) if len(docs) > page_size else None
@@ -367,7 +372,8 @@ class SessionStore:
         A named worker gets only questions it was never handed, and a question
         only while it still has a free slot: its answers plus the leases other
         workers hold on it (younger than ``lease_seconds`` and not answered yet)
-        are fewer than ``answers_per_question``. So a crowd spreads over the
+        are fewer than ``answers_per_question`` plus its ``tie_breakers``
+        (:meth:`record_answer`). So a crowd spreads over the
         pool instead of all answering its first questions, whose later answers
         would arrive ``late`` (bench/speed_crowd.py: 61-89% of the answers of
         12-48 workers before). A lease not answered within ``lease_seconds``
@@ -412,14 +418,26 @@ class SessionStore:
         ``answers_per_question`` is the session's (the caller usually holds the
         record already); None reads it from the record.
 
+        A question whose informative answers tie once it has
+        ``answers_per_question`` of them (as many must_link as cannot_link, or
+        yes as no; dont_know and no informative answer at all are not a tie)
+        stays open for one more answer: its ``tie_breakers`` (answers asked
+        beyond ``answers_per_question``) grows by one and leasing hands it to
+        one more worker. It closes at the first answer after which its answers
+        no longer tie, or tied after ``answers_per_question`` extra answers. A
+        tie closed as it was became "dont_know" under majority vote and still
+        used one question of the budget (URASC takes a dont_know as asked);
+        the question counts once against the budget whatever its answers.
+
         Returns
         -------
         outcome : str
             ``accepted``, ``accepted:ready`` (the question now has enough
-            answers), ``duplicate`` (the assignment id answered this question
-            before: a retry, nothing recorded), ``late:<reason>`` (question
-            closed or withdrawn, or the budget is used up: the model has used
-            or is being told ``budget`` questions) or ``rejected:<reason>``
+            answers, and they do not tie), ``duplicate`` (the assignment id
+            answered this question before: a retry, nothing recorded),
+            ``late:<reason>`` (question closed or withdrawn, or the budget is
+            used up: the model has used or is being told ``budget``
+            questions) or ``rejected:<reason>``
             (unknown question, an assignment id already used for another
             question, or a worker answering a question it answered before;
             nothing is recorded, so a retry is rejected again).

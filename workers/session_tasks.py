@@ -13,12 +13,13 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from clustering._active_dcrc import ActiveDCRC
+from clustering._crowd import majority_vote
 from clustering._metrics import clustering_scores, violated_constraints, violated_triplet_answers
 from clustering._urasc import URASC
 
 from . import liveness
 from .celery_app import app
-from .crowd import aggregate, fit_dawid_skene, worker_reliability
+from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, SessionStore
 from .records import problem, utcnow_iso
 from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
@@ -207,7 +208,11 @@ def update_once(store, ss, sid):
     """One pass: tell aggregated answers, re-cluster, refill the pool, save.
 
     Each question that got its answers is closed with the aggregated answer
-    and what the estimator did with it (``model_outcome``: ``accepted``, or
+    (a question with two different informative answers, :func:`workers.crowd.disagree`,
+    is reported under ``disagreements`` with
+    its ``tie_breakers``, the answers it got beyond ``answers_per_question``
+    because they tied, and ``tied``, whether its informative votes still tie:
+    :meth:`SessionStore.record_answer`) and what the estimator did with it (``model_outcome``: ``accepted``, or
     ``implied`` / ``duplicate`` / ``conflict`` / ``rejected`` /
     ``over_budget``, which the model did not use and the session counts under
     ``questions_unused``). Once the budget is used up, or nothing is left to
@@ -246,10 +251,11 @@ def update_once(store, ss, sid):
             qid = q["question_id"]
             answer, votes = agg[qid]
             q.update(status="closed", aggregated=answer, votes=votes, model_outcome=outcome)
-            if len(set(votes)) > 1:
+            if disagree(votes):
                 deltas["disagreements"] += 1
                 reports.append(("disagreements", {"question_id": qid, "items": q["items"], "votes": votes,
-                                                  "aggregated": answer}))
+                                                  "aggregated": answer, "tie_breakers": q.get("tie_breakers", 0),
+                                                  "tied": majority_vote(votes) == "dont_know"}))
             if outcome != "accepted":
                 deltas["questions_unused"] += 1
             if outcome == "conflict":  # URASC (pairwise) only: (i, j, answer)

@@ -355,3 +355,49 @@ def test_a_session_deleted_while_its_pass_runs_leaves_no_key_behind(live):
         empty_since = (empty_since or time.monotonic()) if not left else None
         time.sleep(0.05)
     assert requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).status_code == 404
+
+
+def test_tied_questions_get_a_tie_breaker_from_another_worker(live):
+    """Two workers who always disagree tie every question of two answers: none is told to the model
+    (none would be more than dont_know) until a third worker, handed exactly those questions, breaks
+    the ties; the model then has the third worker's answers and the session reports the ties."""
+    X, y = load("iris", zscore=False)
+    r = requests.post(f"{live}/v1/sessions", timeout=30, json={
+        "dataset_id": upload(live, X, y), "n_clusters": 3, "budget": 20, "answers_per_question": 2,
+        "pool_size": 5, "aggregation": "majority"})
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    before = _wait_up_to_date(live, sid)
+
+    def lease(worker):
+        return requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": worker},
+                             timeout=30).json()["questions"]
+
+    def answer(worker, qs, word):
+        batch = [{"question_id": q["question_id"], "worker_id": worker, "answer": word(q["items"]),
+                  "assignment_id": f"{worker}-{q['question_id']}"} for q in qs]
+        res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30).json()
+        assert [x["outcome"] for x in res["results"]] == ["accepted"] * len(qs), res
+
+    first = lease("yes")
+    assert len(first) == 5 and [q["question_id"] for q in lease("no")] == [q["question_id"] for q in first]
+    answer("yes", first, lambda items: "must_link")
+    answer("no", first, lambda items: "cannot_link")
+    time.sleep(1)  # a pass, had one been queued, would have run by now
+    s = _wait_up_to_date(live, sid)
+    assert (s["budget_committed"], s["counters"]["questions_closed"], s["last_pass_seconds"]) == \
+        (0, 0, before["last_pass_seconds"]), s
+    tied = lease("judge")
+    assert sorted(q["question_id"] for q in tied) == sorted(q["question_id"] for q in first)
+    assert lease("other") == []  # one tie-breaker each, and the tied questions hold the pool
+    truth = {q["question_id"]: "must_link" if y[q["items"][0]] == y[q["items"][1]] else "cannot_link" for q in tied}
+    answer("judge", tied, lambda items: "must_link" if y[items[0]] == y[items[1]] else "cannot_link")
+    s = _wait_up_to_date(live, sid)
+    c = s["counters"]
+    assert c["questions_closed"] == 5 == c["disagreements"] and s["budget_used"] + c["questions_unused"] == 5
+    closed = {q["question_id"]: q for q in _all_questions(live, sid, "closed")}
+    assert {qid: (q["aggregated"], q["n_answers"], q["tie_breakers"]) for qid, q in closed.items()} == \
+        {qid: (a, 3, 1) for qid, a in truth.items()}
+    assert {d["question_id"]: (d["tie_breakers"], d["tied"]) for d in s["disagreements"]} == \
+        {qid: (1, False) for qid in truth}
+    assert c["answers_received"] == c["accepted"] == 15

@@ -4,6 +4,9 @@ The worker's passes run here (``update_once``) on the test store, whose queue
 no worker consumes, so the tests decide when a pass runs.
 """
 
+import math
+import time
+
 import pytest
 
 PROBLEM = "application/problem+json"
@@ -165,7 +168,7 @@ def test_answers_once_the_budget_is_used_up_are_late_and_the_counters_add_up(cli
     assert s["budget_committed"] == 3 and s["budget_used"] == 0 and _condition(s, "BudgetExhausted")["reason"]
     # the three questions waiting for the model hold the whole budget: nothing more is handed out ...
     r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w5"})
-    assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == str(max(1, math.ceil(s["last_pass_seconds"])))
     # ... and answers to the other questions are late, with the reason
     res = _answer(client, sid, *[(q, "cannot_link", "w4", f"w4-{q}") for q in ("q1", "q4")])
     assert [x["outcome"] for x in res["results"]] == ["late"] * 2
@@ -315,3 +318,135 @@ def test_a_retry_of_answers_whose_request_died_queues_the_pass_they_need(client,
     ss.finish_update(sid)
     _answer(client, sid, (q["question_id"], "must_link", "w2", "a2"))
     assert not store.r.exists(ss._key(sid, ":update"))
+
+
+# ---------------------------------------------------------------- ties
+
+
+def _lease_ids(client, sid, worker, count=5):
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": count, "worker_id": worker})
+    assert r.status_code == 200, r.json
+    return [q["question_id"] for q in r.json["questions"]]
+
+
+def test_a_tie_gets_one_more_answer_which_breaks_it_and_the_report_says_so(client, store, blobs_dataset):
+    """1 must_link, 1 cannot_link, 1 dont_know of three: closed as it was, the question became dont_know
+    and still used a question of the budget. It stays open for one more worker instead, holds no budget
+    meanwhile, and is reported as a tie that got an extra answer."""
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=3, aggregation="majority",
+                    strategy="random", budget=5)
+    ss.replace_pool(sid, [{"question_id": "q0", "type": "pairwise", "items": [0, 1]},
+                          {"question_id": "q1", "type": "pairwise", "items": [2, 3]}], 0)
+    res = _answer(client, sid, ("q0", "must_link", "w1", "a1"), ("q0", "cannot_link", "w2", "a2"),
+                  ("q0", "dont_know", "w3", "a3"))
+    assert [x["outcome"] for x in res["results"]] == ["accepted"] * 3
+    q = ss.question(sid, "q0")
+    assert (q["status"], q["n_answers"], q["tie_breakers"]) == ("open", 3, 1), q
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert s["budget_committed"] == 0 and _condition(s)["status"] == "True"  # nothing waits for a pass
+    assert not store.r.exists(ss._key(sid, ":update"))
+    # one slot for the tie-breaker: the first new worker gets it, the next one does not, nor anyone who answered
+    assert _lease_ids(client, sid, "w4") == ["q0", "q1"]
+    assert _lease_ids(client, sid, "w5") == ["q1"] and _lease_ids(client, sid, "w1") == ["q1"]
+    listed = client.get(f"/v1/sessions/{sid}/questions?status=open").json["questions"]
+    assert {x["question_id"]: x["tie_breakers"] for x in listed} == {"q0": 1, "q1": 0}
+    res = _answer(client, sid, ("q0", "must_link", "w4", "a4"))
+    assert res["results"][0]["outcome"] == "accepted" and ss.question(sid, "q0")["status"] == "ready"
+    assert client.get(f"/v1/sessions/{sid}").json["budget_committed"] == 1
+    assert _answer(client, sid, ("q0", "cannot_link", "w5", "a5"))["results"][0]["reason"] == \
+        "the question already has its answers"
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    closed = client.get(f"/v1/sessions/{sid}/questions?status=closed").json["questions"]
+    assert [(x["question_id"], x["aggregated"], x["n_answers"], x["tie_breakers"]) for x in closed] == \
+        [("q0", "must_link", 4, 1)]
+    assert s["disagreements"] == [{"question_id": "q0", "items": [0, 1], "aggregated": "must_link",
+                                   "votes": ["must_link", "cannot_link", "dont_know", "must_link"],
+                                   "tie_breakers": 1, "tied": False}]
+    c = s["counters"]
+    assert c["questions_closed"] == s["budget_used"] + c["questions_unused"] == 1 and c["disagreements"] == 1
+    assert c["answers_received"] == c["accepted"] + c["duplicate"] + c["late"] + c["rejected"] == 5
+
+
+def test_a_tie_closes_tied_after_answers_per_question_extra_answers(client, store, blobs_dataset):
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2, aggregation="majority",
+                    strategy="random", budget=5)
+    ss.replace_pool(sid, [{"question_id": "q0", "type": "pairwise", "items": [0, 1]}], 0)
+    _answer(client, sid, ("q0", "must_link", "w1", "a1"), ("q0", "cannot_link", "w2", "a2"))
+    ss.replace_pool(sid, [], 1, final=True)  # withdrawn while it waits for its tie-breaker ...
+    ss.replace_pool(sid, [{"question_id": "q0", "type": "pairwise", "items": [0, 1]}], 1)
+    q = ss.question(sid, "q0")  # ... it reopens still waiting for it
+    assert (q["status"], q["n_answers"], q["tie_breakers"]) == ("open", 2, 1), q
+    assert _lease_ids(client, sid, "w3") == ["q0"] and _lease_ids(client, sid, "w4") == []
+    _answer(client, sid, ("q0", "dont_know", "w3", "a3"))  # still tied: one more
+    assert ss.question(sid, "q0")["tie_breakers"] == 2 and _lease_ids(client, sid, "w4") == ["q0"]
+    res = _answer(client, sid, ("q0", "dont_know", "w4", "a4"))  # two extra answers: it closes, tied
+    assert res["results"][0]["outcome"] == "accepted" and ss.question(sid, "q0")["status"] == "ready"
+    update_once(store, ss, sid)
+    q = ss.question(sid, "q0")
+    assert (q["status"], q["aggregated"], q["n_answers"], q["tie_breakers"]) == ("closed", "dont_know", 4, 2)
+    report = client.get(f"/v1/sessions/{sid}").json["disagreements"]
+    assert [(r["question_id"], r["tie_breakers"], r["tied"]) for r in report] == [("q0", 2, True)]
+
+
+def test_a_question_waiting_for_its_tie_breaker_holds_its_place_in_the_budget(client, store, blobs_dataset):
+    """It is in flight: with one question of budget left nobody is handed another question, and its
+    tie-breaker closes it within the budget."""
+    from workers.session_tasks import update_once
+
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2, strategy="random", budget=1)
+    ss.replace_pool(sid, [{"question_id": f"q{k}", "type": "pairwise", "items": [2 * k, 2 * k + 1]}
+                          for k in range(3)], 0)
+    _answer(client, sid, ("q0", "must_link", "w1", "a1"), ("q0", "cannot_link", "w2", "a2"))
+    assert _lease_ids(client, sid, "w3") == ["q0"]
+    assert client.post(f"/v1/sessions/{sid}/questions", json={"count": 5}).json["questions"][0]["question_id"] \
+        == "q0"
+    _answer(client, sid, ("q0", "cannot_link", "w3", "a3"))
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["state"], s["budget_used"], s["counters"]["questions_closed"]) == ("COMPLETED", 1, 1), s
+    assert ss.question(sid, "q0")["aggregated"] == "cannot_link"
+
+
+# ---------------------------------------------------------------- Retry-After of an empty lease
+
+
+def test_an_empty_lease_says_to_retry_after_the_pass_that_is_due(client, store, blobs_dataset):
+    """Questions waiting for the model hold the budget: nothing is handed out until the pass ends,
+    which takes about as long as the last one did (a triplet session on 20000 rows: 35 s, not 1)."""
+    from workers.records import utcnow_iso
+
+    sid, ss = _open(client, store, blobs_dataset[0], budget=1)
+    q = ss.lease(sid, 1, "w1")[0]
+    _answer(client, sid, (q["question_id"], "must_link", "w1", "a1"))
+    ss.update(sid, last_pass_seconds=12.5)  # a pass as long as a large session's
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == "13"  # queued: the whole pass
+    started = time.time() - 4
+    ss.update(sid, pass_started_at=utcnow_iso(started))  # running for 4 s
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.json["questions"] == []
+    assert math.ceil(12.5 - (time.time() - started)) <= int(r.headers["Retry-After"]) <= math.ceil(12.5 - 4)
+    ss.update(sid, pass_started_at=utcnow_iso(time.time() - 60))  # overdue: poll as usual
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.headers["Retry-After"] == "1"
+
+
+def test_an_empty_lease_of_a_session_that_will_ask_nothing_more_has_no_retry_after(client, store, blobs_dataset):
+    """A COMPLETED session whose budget is not used up (nothing was left to ask) hands out nothing
+    ever again: Retry-After told every worker to poll it forever."""
+    sid, ss = _open(client, store, blobs_dataset[0], budget=5)
+    ss.replace_pool(sid, [], 0, final=True)
+    ss.update(sid, state="COMPLETED")  # what a pass does when nothing is left to ask
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w1"})
+    assert r.status_code == 200 and r.json["questions"] == [] and r.json["budget_remaining"] == 5
+    assert "Retry-After" not in r.headers
+    # an ACTIVE session whose open questions other workers hold: retry after SHOAL_RETRY_AFTER
+    sid, ss = _open(client, store, blobs_dataset[0], pool_size=2)
+    assert len(ss.lease(sid, 5, "w1")) == 2
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w2"})
+    assert r.json["questions"] == [] and r.headers["Retry-After"] == "1"

@@ -172,7 +172,7 @@ def test_a_session_from_before_the_answer_log_gets_its_log_rebuilt_from_the_ques
     assert ss.get(sid)["answer_log"] is True
     assert [a for q, a in logged if q == "q1"] == ss.answers(sid, ["q1"])[0]
     # rebuilt once: later answers are appended by the answer script, in order
-    given.append(("q2", "must_link", "w3"))
+    given.append(("q2", "cannot_link", "w3"))  # (a must_link would tie q2's answers: one more asked)
     assert ss.record_answer(sid, *given[-1], None, 0) == "accepted:ready"
     assert [(q, a["answer"], a["worker_id"]) for q, a in ss.all_answers(sid)] == given
 

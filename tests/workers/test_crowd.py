@@ -54,7 +54,8 @@ def test_without_overlap_there_is_no_estimate_and_nothing_to_compare():
 
 def _session_after_one_disputed_question(client, store, dataset_id, aggregation):
     """A session where worker "a" and "b" agree on ten questions and "c" always contradicts
-    them; on an eleventh, "a" says must_link, "c" cannot_link and "b" dont_know."""
+    them; on an eleventh, "a" says must_link, "c" cannot_link and "b" dont_know: a tie, so it is
+    asked of up to three more workers, who say dont_know, and it closes tied."""
     from workers.session_store import SessionStore
     from workers.session_tasks import update_once
 
@@ -72,6 +73,9 @@ def _session_after_one_disputed_question(client, store, dataset_id, aggregation)
             {"a": "must_link", "b": "dont_know", "c": "cannot_link"}
         for w, answer in votes.items():
             assert ss.record_answer(sid, q["question_id"], answer, w, f"{w}-{k}", 0).startswith("accepted")
+    qid = questions[10]["question_id"]
+    extra = [ss.record_answer(sid, qid, "dont_know", w, f"{w}-10", 0) for w in ("d", "e", "f")]
+    assert extra == ["accepted", "accepted", "accepted:ready"] and ss.question(sid, qid)["tie_breakers"] == 3
     update_once(store, ss, sid)
     return ss.question(sid, questions[10]["question_id"])["aggregated"]
 
@@ -164,3 +168,43 @@ def test_worker_ids_differing_in_a_trailing_nul_are_two_workers():
     assert ds_nul[1] == {"w": ds_plain[1]["w"], "w\x00": ds_plain[1]["x"], "v": ds_plain[1]["v"]}
     report = {r["worker_id"]: r for r in worker_reliability(nul, ds_nul)}
     assert report["w\x00"]["estimated_accuracy"] == round(ds_plain[1]["x"], 3) < report["w"]["estimated_accuracy"]
+
+
+def test_anonymous_answers_count_in_the_one_coin_aggregate_as_they_do_in_the_vote():
+    """Two answers without a worker id against one of a trusted worker: the vote takes theirs, and so
+    must one-coin Dawid-Skene (it left them out, and the trusted worker's single answer won)."""
+    answers = [(f"q{k}", {"answer": "must_link", "worker_id": w}) for k in range(5) for w in ("a", "b")]
+    answers += [("x", {"answer": "must_link", "worker_id": "a"}),
+                ("x", {"answer": "cannot_link", "worker_id": None}), ("x", {"answer": "cannot_link"})]
+    ds = fit_dawid_skene(answers)
+    assert ds is not None and set(ds[1]) == {"a", "b"}  # only named workers have an accuracy
+    assert aggregate(answers, ["x"])["x"][0] == aggregate(answers, ["x"], ds)["x"][0] == "cannot_link"
+    # a worker named like the key of an anonymous answer is still a worker of its own
+    named = answers + [("y", {"answer": "must_link", "worker_id": "a:11"})]
+    assert set(fit_dawid_skene(named)[1]) == {"a", "b", "a:11"}
+    # ... and they stay out of the workers' agreement (one may be the worker's own answer)
+    rows = {r["worker_id"]: r for r in worker_reliability(answers, ds)}
+    assert set(rows) == {"a", "b"} and rows["a"]["compared"] == 5 and rows["a"]["agreement"] == 1.0
+
+
+def test_a_dont_know_beside_agreeing_answers_is_no_disagreement(client, store, blobs_dataset):
+    """The aggregation and the workers' agreement leave dont_know out: so does the disagreements count."""
+    from workers.session_tasks import update_once
+
+    sid, ss = _open_session(client, store, blobs_dataset[0], answers_per_question=3, aggregation="majority",
+                            strategy="random")
+    ss.replace_pool(sid, [{"question_id": f"q{k}", "type": "pairwise", "items": [2 * k, 2 * k + 1]}
+                          for k in range(3)], 0)
+    given = {"q0": ["must_link", "must_link", "dont_know"], "q1": ["cannot_link", "must_link", "cannot_link"],
+             "q2": ["dont_know"] * 3}
+    for qid, votes in given.items():
+        for w, answer in zip("abc", votes):
+            ss.record_answer(sid, qid, answer, w, f"{w}-{qid}", 0)
+    update_once(store, ss, sid)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert s["counters"]["questions_closed"] == 3 and s["counters"]["disagreements"] == 1
+    assert [d["question_id"] for d in s["disagreements"]] == ["q1"]
+    from workers.crowd import disagree
+
+    assert not disagree(["must_link", "must_link", "dont_know"]) and not disagree(["dont_know", "dont_know"])
+    assert disagree(["yes", "dont_know", "no", "yes"])
