@@ -15,9 +15,10 @@ from the zset (``ZREM`` answers 1 to one caller only) re-dispatches its work
 under new task ids:
 
 - a job still RUNNING on the lost worker goes back to QUEUED (CANCELLED if
-  its cancellation was asked for meanwhile) with the new task id as its ``dispatch`` (:meth:`workers.store.Store.start_job` counts
-  the attempt when a worker picks it up, and runs only the task the record
-  names, so the lost worker's own message, restored by the broker after the
+  its cancellation was asked for meanwhile) with the new task id as its
+  ``dispatch`` (:meth:`workers.store.Store.start_job` counts the attempt
+  when a worker picks it up, and runs only the task the record names, so
+  the lost worker's own message, restored by the broker after the
   visibility timeout, is dropped);
 - a session whose slot the lost task still holds hands the slot to a new
   pass (:meth:`workers.session_store.SessionStore.hand_over_update`), which

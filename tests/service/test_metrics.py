@@ -81,7 +81,8 @@ def test_work_redispatched_after_a_lost_worker_is_counted(client, store, blobs_d
     from workers.session_store import SessionStore
 
     before = _scrape(client)
-    jid = client.post("/v1/jobs", json={"dataset_id": blobs_dataset[0], "method": "e2cp", "n_clusters": 3}).json["id"]
+    body = {"dataset_id": blobs_dataset[0], "method": "e2cp", "n_clusters": 3}
+    jid = client.post("/v1/jobs", json=body).json["id"]
     store.start_job(jid, task_id=jid, worker="lost:1")
     assert store.requeue_lost_job(jid, "lost:1", jid, "task-2")
     assert not store.requeue_lost_job(jid, "lost:1", jid, "task-3")  # once only
