@@ -73,6 +73,7 @@ def create_app(config=None):
     errors.register(app)
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
+    app.before_request(body.check_unicode)
     app.after_request(_not_modified)
     idempotency.register(app)
 

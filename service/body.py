@@ -1,10 +1,15 @@
-"""JSON request bodies nest no deeper than :data:`MAX_JSON_DEPTH`.
+"""JSON request bodies nest no deeper than :data:`MAX_JSON_DEPTH` and hold only Unicode text.
 
 Python's JSON decoder recurses once per nested array or object against the
 interpreter's recursion limit (1000 frames, part of which the request
 itself uses), so a body such as ``"[" * 2000 + "]" * 2000`` would raise
 RecursionError inside the parser. The depth is measured on the raw bytes
 before anything parses them, and a body nested deeper is a 400.
+
+JSON may escape a lone UTF-16 surrogate (``"\\ud800"``); Python decodes it
+to a string that is not Unicode text and that nothing downstream can encode
+(Redis took such a ``worker_id`` with a 500). :func:`check_unicode` refuses
+it with a 422 naming the field.
 """
 
 import re
@@ -28,6 +33,11 @@ _DROP = bytes(sorted(set(range(256)) - set(_KEEP)))
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
 _OPEN = np.frombuffer(b"[{", dtype=np.uint8)
+# \u escapes in the surrogate range D800-DFFF (the quick test), and every escape sequence (the exact one)
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
+_ESCAPE_U = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+# a surrogate written as UTF-8 bytes (ED A0-BF xx), which Python's JSON decoder takes with "surrogatepass"
+_ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _CHUNK = 1 << 20
 
 
@@ -82,3 +92,81 @@ def check_json_depth():
         raise ApiError(400, "json_too_deep",
                        f"the JSON body nests arrays and objects {depth} levels deep; at most {MAX_JSON_DEPTH} "
                        f"are allowed (a job's constraints.hierarchy at most {MAX_HIERARCHY_DEPTH})")
+
+
+def has_lone_surrogate(raw):
+    """Whether a JSON text escapes a UTF-16 surrogate that is not half of a pair.
+
+    Parameters
+    ----------
+    raw : bytes
+        The text (UTF-8).
+
+    Returns
+    -------
+    bool
+        True for ``"\\ud800"`` or ``"\\udc00x"``, and for a surrogate
+        written as UTF-8 bytes (``ED A0 80``); False for a pair such as
+        ``"\\ud83d\\ude00"`` and for an escaped backslash followed by
+        ``ud800``. Linear; a C-speed search when no surrogate-range escape occurs.
+    """
+    if _ENCODED_SURROGATE.search(raw):  # not UTF-8 at all, but Python's JSON decoder lets it through
+        return True
+    if not _SURROGATE_ESCAPE.search(raw):
+        return False
+    high_end = None  # where the last high surrogate escape ended, awaiting its low half
+    for m in _ESCAPE_U.finditer(raw):
+        code = int(m.group(1), 16) if m.group(1) else None
+        if high_end is not None and not (m.start() == high_end and code is not None and 0xDC00 <= code <= 0xDFFF):
+            return True
+        if high_end is not None:
+            high_end = None
+            continue
+        if code is not None and 0xD800 <= code <= 0xDBFF:
+            high_end = m.end()
+        elif code is not None and 0xDC00 <= code <= 0xDFFF:
+            return True
+    return high_end is not None
+
+
+def _first_non_text(value, pointer=""):
+    """JSON pointer of the first string (or object key) that is not Unicode text, or None."""
+    stack = [(value, pointer)]
+    while stack:
+        node, ptr = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return ptr or "/"
+        elif isinstance(node, dict):
+            for k, v in reversed(list(node.items())):
+                key = k.replace("~", "~0").replace("/", "~1")
+                try:
+                    k.encode("utf-8")
+                except UnicodeEncodeError:
+                    return f"{ptr}/{key}"
+                stack.append((v, f"{ptr}/{key}"))
+        elif isinstance(node, list):
+            stack.extend((v, f"{ptr}/{i}") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def check_unicode():
+    """before_request: 422 ``invalid_unicode`` for a JSON body with a string that is not Unicode text.
+
+    Raises
+    ------
+    ApiError
+        422 whose ``errors`` points at the first such string (or object key).
+    """
+    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+        return
+    if not has_lone_surrogate(request.get_data(cache=True)):
+        return
+    body = request.get_json(silent=True)
+    pointer = _first_non_text(body) if body is not None else None
+    if pointer is None:  # unparseable, or the escape sat where the parser drops it: the view reports
+        return
+    message = "holds a lone UTF-16 surrogate escape (such as \\ud800 without its pair): not Unicode text"
+    raise ApiError(422, "invalid_unicode", f"{pointer} {message}", errors={pointer: [message]})

@@ -1,0 +1,66 @@
+"""Strings that are not Unicode text (lone UTF-16 surrogates) are a 422 naming the field, never a 500."""
+
+import pytest
+
+from service.body import has_lone_surrogate
+
+
+@pytest.mark.parametrize("raw, lone", [
+    (b'"a"', False),
+    (b'"\\ud800"', True),
+    (b'"\\udc00x"', True),
+    (b'"\\ud83d"', True),
+    (b'"\\ud83d\\n"', True),
+    (b'"\\ud83d\\ud83d\\ude00"', True),
+    (b'"x\\ud800\\udc00\\udc00"', True),
+    (b'"\\\\\\ud800"', True),  # an escaped backslash, then a lone surrogate
+    (b'"a\xed\xa0\x80"', True),  # a surrogate written as UTF-8 bytes
+    (b'"\\ud83d\\ude00"', False),  # a pair: one character (an emoji)
+    (b'"\\\\ud800"', False),  # a backslash followed by the letters ud800
+    (b'"\\u00e9\\\\"', False),
+])
+def test_lone_surrogates_are_found_in_the_raw_body(raw, lone):
+    assert has_lone_surrogate(raw) is lone
+
+
+def _post(client, path, raw):
+    return client.post(path, data=raw, content_type="application/json")
+
+
+@pytest.fixture()
+def session(client, store, blobs_dataset):
+    from workers.session_store import SessionStore
+    from workers.session_tasks import update_once
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 5}).json["id"]
+    update_once(store, SessionStore(store), sid)
+    return sid
+
+
+def test_a_worker_id_with_a_lone_surrogate_is_named_on_lease_and_answers(client, session):
+    r = _post(client, f"/v1/sessions/{session}/questions", b'{"count": 2, "worker_id": "w\\ud800"}')
+    assert r.status_code == 422 and r.json["code"] == "invalid_unicode", r.json
+    assert list(r.json["errors"]) == ["/worker_id"]
+    qid = client.post(f"/v1/sessions/{session}/questions", json={"count": 1}).json["questions"][0]["question_id"]
+    raw = ('{"answers": [{"question_id": "%s", "answer": "must_link", "worker_id": "w",'
+           ' "assignment_id": "a\\udfff"}]}' % qid).encode()
+    r = _post(client, f"/v1/sessions/{session}/answers", raw)
+    assert r.status_code == 422 and list(r.json["errors"]) == ["/answers/0/assignment_id"], r.json
+    assert client.get(f"/v1/sessions/{session}").json["counters"]["answers_received"] == 0  # nothing recorded
+
+
+@pytest.mark.parametrize("raw, pointer", [
+    (b'{"data": [[1, 2], [3, 4]], "item_ids": ["a", "b\\ud800"]}', "/item_ids/1"),
+    (b'{"data": [[1, 2], [3, 4]], "name": "\xed\xa0\x80"}', "/name"),
+    (b'{"data": [[1, 2], [3, 4]], "na\\udc00me": "x"}', "/na\udc00me"),
+])
+def test_datasets_refuse_text_that_is_not_unicode(client, raw, pointer):
+    r = _post(client, "/v1/datasets", raw)
+    assert r.status_code == 422 and r.json["code"] == "invalid_unicode", r.json
+    assert list(r.json["errors"]) == [pointer]
+
+
+def test_surrogate_pairs_are_ordinary_text(client):
+    r = _post(client, "/v1/datasets", b'{"data": [[1, 2], [3, 4]], "item_ids": ["\\ud83d\\ude00", "b"]}')
+    assert r.status_code == 201, r.json
+    assert client.get(f"/v1/datasets/{r.json['id']}").status_code == 200
