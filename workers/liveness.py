@@ -55,8 +55,14 @@ def running_key(name):
 
 
 def new_worker_name():
-    """A name for this worker process, ``host:pid``, exported to its pool processes."""
-    name = f"{socket.gethostname()}:{os.getpid()}"
+    """A name for this worker process, ``host:pid:random``, exported to its pool processes.
+
+    The random part makes each start a new worker: a container restarted
+    after its worker was killed keeps its host name, and its worker is pid 1
+    again, so ``host:pid`` alone would renew the lost worker's heartbeat and
+    its work would never be recovered.
+    """
+    name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     os.environ[WORKER_NAME_ENV] = name
     return name
 

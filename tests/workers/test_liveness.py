@@ -170,3 +170,19 @@ def test_a_lost_job_whose_cancellation_was_asked_for_ends_cancelled(lstore):
     _lose(lstore, "dead:1", 10)
     assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
     assert lstore.get_job(jid)["state"] == "CANCELLED" and _sent(lstore, "long") == []
+
+
+def test_a_worker_restarted_under_the_same_host_and_pid_does_not_hide_the_loss(lstore, monkeypatch):
+    """A container restarted after an OOM kill keeps its host name, and its worker is pid 1 again: were
+    names ``host:pid``, the new worker's heartbeat would renew the lost one's, which then never counts
+    as lost, and its job would wait for the broker's visibility timeout (2 h)."""
+    monkeypatch.setenv(liveness.WORKER_NAME_ENV, "")  # restored after the test
+    killed = liveness.new_worker_name()
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker=killed)
+    _lose(lstore, killed, 10)
+    restarted = liveness.new_worker_name()  # same host, same pid
+    assert restarted != killed
+    liveness.beat(lstore, restarted)
+    liveness.beat(lstore, restarted)
+    assert lstore.get_job(jid)["state"] == "QUEUED" and len(_sent(lstore, "long")) == 1
