@@ -9,8 +9,9 @@ heartbeat expiry, Redis server time) and records what it runs::
 
     worker:{name}:running  hash   "job:{id}" | "session:{id}" -> Celery task id
 
-Every live worker's heartbeat looks for workers whose heartbeat ran out more
-than ``worker_lost_after`` seconds ago. The first to remove such a worker
+Every live worker's heartbeat (one whose own heartbeat had not run out: see
+:func:`beat`) looks for workers whose heartbeat ran out more than
+``worker_lost_after`` seconds ago. The first to remove such a worker
 from the zset (``ZREM`` answers 1 to one caller only) re-dispatches its work
 under new task ids:
 
@@ -132,10 +133,25 @@ def beat(store, name):
     -------
     list of str
         The units re-dispatched by this call (empty almost always).
+
+    Notes
+    -----
+    Only a worker whose own heartbeat still held when it beat judges others:
+    after Redis was unreachable for longer than ``worker_heartbeat_ttl +
+    worker_lost_after`` every heartbeat ran out at once, and the first worker
+    back would take its peers, as alive as itself, for lost (each running job
+    would run twice, each session pass beside another). Such a beat, and a
+    new worker's first, only renews the heartbeat; the next one, a third of
+    ``worker_heartbeat_ttl`` later, recovers the workers still out.
     """
     s = store.settings
     now = server_time(store.r)
-    store.r.zadd(WORKERS, {name: now + s.worker_heartbeat_ttl})
+    pipe = store.r.pipeline()
+    pipe.zscore(WORKERS, name)
+    pipe.zadd(WORKERS, {name: now + s.worker_heartbeat_ttl})
+    held, _ = pipe.execute()
+    if held is None or held <= now:
+        return []
     recovered = []
     for lost in store.r.zrangebyscore(WORKERS, "-inf", now - s.worker_lost_after):
         if store.r.zrem(WORKERS, lost):  # 1 for one caller only: that one recovers the worker's work

@@ -49,6 +49,13 @@ def _lose(store, name, seconds_ago):
     store.r.zadd("shoal:workers", {name: liveness.server_time(store.r) - seconds_ago})
 
 
+def _beat(store, name):
+    """:func:`liveness.beat` of worker ``name``, live since its last beat (a new worker's first beat
+    only registers it)."""
+    store.r.zadd("shoal:workers", {name: liveness.server_time(store.r) + store.settings.worker_heartbeat_ttl})
+    return liveness.beat(store, name)
+
+
 def test_a_lost_workers_job_is_queued_again_for_a_new_task_and_its_own_message_dropped(lstore):
     jid = _job(lstore)
     assert lstore.get_job(jid)["dispatch"] == jid  # the first task's id
@@ -56,7 +63,7 @@ def test_a_lost_workers_job_is_queued_again_for_a_new_task_and_its_own_message_d
     assert lstore.r.hget(liveness.running_key("dead:1"), f"job:{jid}") == jid.encode()
     _lose(lstore, "dead:1", 10)
     counted = int(lstore.r.hget("shoal:stats:jobs", "redispatched:e2cp") or 0)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
     rec = lstore.get_job(jid)
     assert rec["state"] == "QUEUED" and rec["attempts"] == 1 and rec["worker"] is None
     assert int(lstore.r.hget("shoal:stats:jobs", "redispatched:e2cp")) == counted + 1  # GET /metrics
@@ -74,7 +81,7 @@ def test_a_worker_is_lost_only_once_its_heartbeat_is_past_the_grace(lstore):
     jid = _job(lstore)
     lstore.start_job(jid, task_id=jid, worker="slow:1")
     _lose(lstore, "slow:1", 1)  # ran out 1 s ago, grace 2 s: a late beat, not a loss
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert lstore.get_job(jid)["state"] == "RUNNING" and _sent(lstore, "long") == []
     assert "slow:1" not in lstore.live_workers() and "alive:2" in lstore.live_workers()
 
@@ -83,8 +90,8 @@ def test_a_lost_worker_is_recovered_by_one_live_worker_only(lstore):
     jid = _job(lstore)
     lstore.start_job(jid, task_id=jid, worker="dead:1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
-    assert liveness.beat(lstore, "alive:3") == []
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:3") == []
     assert len(_sent(lstore, "long")) == 1
 
 
@@ -96,7 +103,7 @@ def test_work_that_moved_on_is_not_dispatched_again(lstore):
     lstore.r.hset(liveness.running_key("dead:1"), f"job:{finished}", finished)  # a stale entry
     lstore.r.hset(f"shoal:job:{elsewhere}", "worker", json.dumps("other:9"))  # started again elsewhere
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert _sent(lstore, "long") == []
     assert lstore.get_job(finished)["state"] == "SUCCEEDED"
     assert lstore.get_job(elsewhere)["state"] == "RUNNING"
@@ -108,7 +115,7 @@ def test_a_job_from_before_dispatch_ids_is_still_recovered(lstore):
     lstore.r.hdel(f"shoal:job:{jid}", "dispatch")  # a record written by older code
     lstore.start_job(jid, task_id="celery-uuid", worker="dead:1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
     assert lstore.get_job(jid)["dispatch"] == _sent(lstore, "long")[0][1]
 
 
@@ -120,7 +127,7 @@ def test_a_lost_workers_session_pass_is_handed_to_a_new_task(lstore, client, blo
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
     counted = int(lstore.r.hget("shoal:stats:sessions", "passes_redispatched") or 0)
-    assert liveness.beat(lstore, "alive:2") == [f"session:{sid}"]
+    assert _beat(lstore, "alive:2") == [f"session:{sid}"]
     assert int(lstore.r.hget("shoal:stats:sessions", "passes_redispatched")) == counted + 1
     [(name, task_id, args)] = _sent(lstore, "short")
     assert name == "shoal.session_update" and args == [sid]
@@ -135,7 +142,7 @@ def test_a_session_whose_slot_moved_on_gets_no_extra_pass(lstore, client, blobs_
     lstore.r.set(ss._key(sid, ":update"), "pass-2")
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-2"
 
 
@@ -158,7 +165,7 @@ def test_a_pass_already_running_again_elsewhere_is_not_doubled(lstore, client, b
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     liveness.track(lstore.r, "alive:2", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-1"
     lstore.r.delete(liveness.running_key("alive:2"))
 
@@ -168,7 +175,7 @@ def test_a_lost_job_whose_cancellation_was_asked_for_ends_cancelled(lstore):
     lstore.start_job(jid, task_id=jid, worker="dead:1")
     assert lstore.request_cancel(jid)["state"] == "RUNNING"  # the flag its worker would have seen
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
     assert lstore.get_job(jid)["state"] == "CANCELLED" and _sent(lstore, "long") == []
 
 
@@ -186,3 +193,19 @@ def test_a_worker_restarted_under_the_same_host_and_pid_does_not_hide_the_loss(l
     liveness.beat(lstore, restarted)
     liveness.beat(lstore, restarted)
     assert lstore.get_job(jid)["state"] == "QUEUED" and len(_sent(lstore, "long")) == 1
+
+
+def test_a_worker_back_from_a_redis_outage_does_not_take_its_peers_for_lost(lstore):
+    """Redis unreachable for longer than ttl + lost_after stalls every heartbeat at once: the first worker
+    back saw nobody either, and must not re-dispatch the work of peers as alive as itself (every running
+    job would run twice, every session pass beside a second one)."""
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="peer:1")
+    _lose(lstore, "peer:1", 10)
+    _lose(lstore, "back:2", 10)  # its own heartbeat ran out as long ago
+    assert liveness.beat(lstore, "back:2") == []
+    assert lstore.get_job(jid)["state"] == "RUNNING" and _sent(lstore, "long") == []
+    assert liveness.beat(lstore, "peer:1") == []  # the peer is back as well
+    assert liveness.beat(lstore, "back:2") == []
+    _lose(lstore, "peer:1", 10)  # and now it is lost for good: the next beat of a live worker sees it
+    assert liveness.beat(lstore, "back:2") == [f"job:{jid}"]
