@@ -326,25 +326,29 @@ class Store(DatasetStoreMixin):
         token = encode_token(out[-1]["created_ts"], out[-1]["id"]) if len(out) == page_size else None
         return out, token
 
-    def _transition(self, jid, allowed_from, updates, also=None):
+    def _transition(self, jid, allowed_from, updates, also=None, expect=None):
         """Apply ``updates`` iff the job's state is in ``allowed_from``.
 
         ``also(pipe, record)``, if given, queues more writes in the same
-        transaction (``record``: the job as it was before the update).
-        Returns the new record, or None when the job is unknown or in another state.
+        transaction (``record``: the job as it was before the update:
+        ``state``, ``method``, ``started_ts``, ``worker``, ``dispatch``,
+        ``attempts``, those it has). ``expect(record)``, if given, must also
+        be true of it. Returns the new record, or None when the job is
+        unknown, in another state, or not as expected.
         """
         key = f"{PREFIX}job:{jid}"
-        fields = ("state", "method", "started_ts", "worker")
+        fields = ("state", "method", "started_ts", "worker", "dispatch", "attempts")
 
         def tx(pipe):
             cur = pipe.hmget(key, list(fields))
-            if cur[0] is None or json.loads(cur[0]) not in allowed_from:
+            before = {k: json.loads(v) for k, v in zip(fields, cur) if v is not None}
+            if cur[0] is None or before["state"] not in allowed_from or (expect is not None and not expect(before)):
                 pipe.unwatch()
                 return False
             pipe.multi()
             pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
             if also is not None:
-                also(pipe, {k: json.loads(v) for k, v in zip(fields, cur) if v is not None})
+                also(pipe, before)
             return True
 
         return self._read(jid) if self.r.transaction(tx, key, value_from_callable=True) else None
@@ -369,8 +373,10 @@ class Store(DatasetStoreMixin):
         -------
         record : dict or None
             None when the job is unknown, finished, cancelled or dispatched to
-            another task. When the attempt cap is exceeded the job is FAILED
-            and None is returned.
+            another task, also when it was re-dispatched or started by
+            another delivery between this call's read and its write (checked
+            in the transaction that marks it RUNNING). When the attempt cap
+            is exceeded the job is FAILED and None is returned.
         """
         rec = self._read(jid)
         if rec is None or rec["state"] not in ACTIVE:
@@ -384,11 +390,15 @@ class Store(DatasetStoreMixin):
                 f"the job's worker was lost {attempts - 1} times (limit {self.settings.max_attempts})")))
             return None
         now = time.time()
+
+        def unchanged(before):  # re-dispatched (workers.liveness) or started by another task since the read
+            return before.get("dispatch") == rec.get("dispatch") and int(before.get("attempts", 0)) == attempts - 1
+
         return self._transition(jid, ACTIVE, {
             "state": "RUNNING", "attempts": attempts, "started_at": utcnow_iso(now), "started_ts": now,
             "worker": worker,
             "progress": {"fraction": 0.0, "stage": "starting", "message": f"attempt {attempts}"},
-        }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""))
+        }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""), expect=unchanged)
 
     def requeue_lost_job(self, jid, worker, task_id, new_task_id):
         """Put a job that lost worker ``worker`` back in the queue as task ``new_task_id``.

@@ -209,3 +209,24 @@ def test_a_worker_back_from_a_redis_outage_does_not_take_its_peers_for_lost(lsto
     assert liveness.beat(lstore, "back:2") == []
     _lose(lstore, "peer:1", 10)  # and now it is lost for good: the next beat of a live worker sees it
     assert liveness.beat(lstore, "back:2") == [f"job:{jid}"]
+
+
+def test_the_lost_task_starting_while_its_job_is_queued_again_does_not_run(lstore):
+    """The lost task's own message (a cold shutdown gives it back at once) may start while a live worker
+    re-dispatches the job: the dispatch it read must still be the record's when it marks the job
+    RUNNING, or the job runs twice (as that task and as the new one)."""
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    raced = []
+
+    class Racing(Store):
+        def _transition(self, *args, **kwargs):
+            if not raced:  # the recovery lands between start_job's read and its write
+                raced.append(lstore.requeue_lost_job(jid, "dead:1", jid, "new-task"))
+            return super()._transition(*args, **kwargs)
+
+    assert Racing(lstore.r, lstore.settings).start_job(jid, task_id=jid, worker="w:3") is None
+    assert raced == [True]
+    rec = lstore.get_job(jid)
+    assert rec["state"] == "QUEUED" and rec["dispatch"] == "new-task" and rec["attempts"] == 1
+    assert lstore.start_job(jid, task_id="new-task", worker="w:4")["attempts"] == 2
