@@ -124,8 +124,26 @@ def has_lone_surrogate(raw):
     return _LONE_SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"_")) is not None
 
 
+#: Types of JSON values that are always Unicode text: numbers, booleans, null.
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _may_hold_non_text(value):
+    """False if ``value`` surely holds no string that is not Unicode text (C-speed checks only)."""
+    if isinstance(value, str):
+        return not value.isascii()
+    if isinstance(value, list):
+        return not _SCALARS.issuperset(map(type, value))
+    return isinstance(value, dict)
+
+
 def _first_non_text(value, pointer=""):
-    """JSON pointer of the first string (or object key) that is not Unicode text, or None."""
+    """JSON pointer of the first string (or object key) that is not Unicode text, or None.
+
+    A body can hold a 64 MiB data matrix: only values that may hold such a
+    string are visited (an ASCII string, or an array of numbers, is passed
+    over at C speed), so the walk costs a fraction of the parse.
+    """
     stack = [(value, pointer)]
     while stack:
         node, ptr = stack.pop()
@@ -135,15 +153,19 @@ def _first_non_text(value, pointer=""):
             except UnicodeEncodeError:
                 return ptr or "/"
         elif isinstance(node, dict):
-            for k, v in reversed(list(node.items())):
+            children = []
+            for k, v in node.items():
                 key = k.replace("~", "~0").replace("/", "~1")
                 try:
                     k.encode("utf-8")
                 except UnicodeEncodeError:
                     return f"{ptr}/{key}"
-                stack.append((v, f"{ptr}/{key}"))
+                if _may_hold_non_text(v):
+                    children.append((v, f"{ptr}/{key}"))
+            stack.extend(reversed(children))
         elif isinstance(node, list):
-            stack.extend((v, f"{ptr}/{i}") for i, v in reversed(list(enumerate(node))))
+            stack.extend((node[i], f"{ptr}/{i}")
+                         for i in reversed([i for i, v in enumerate(node) if _may_hold_non_text(v)]))
     return None
 
 
