@@ -143,6 +143,11 @@ def beat(store, name):
     would run twice, each session pass beside another). Such a beat, and a
     new worker's first, only renews the heartbeat; the next one, a third of
     ``worker_heartbeat_ttl`` later, recovers the workers still out.
+
+    A lost worker whose work could not all be re-dispatched (a Redis error
+    meanwhile) goes back into the heartbeat set with its old score, so that
+    the next beat of a live worker tries again: taken off for good, it would
+    have left that work to the broker's visibility timeout.
     """
     s = store.settings
     now = server_time(store.r)
@@ -153,9 +158,14 @@ def beat(store, name):
     if held is None or held <= now:
         return []
     recovered = []
-    for lost in store.r.zrangebyscore(WORKERS, "-inf", now - s.worker_lost_after):
-        if store.r.zrem(WORKERS, lost):  # 1 for one caller only: that one recovers the worker's work
+    for lost, score in store.r.zrangebyscore(WORKERS, "-inf", now - s.worker_lost_after, withscores=True):
+        if not store.r.zrem(WORKERS, lost):  # 1 for one caller only: that one recovers the worker's work
+            continue
+        try:
             recovered += recover_worker(store, lost.decode())
+        finally:
+            if store.r.exists(running_key(lost.decode())):  # a unit failed: the next live beat tries again
+                store.r.zadd(WORKERS, {lost: score}, nx=True)
     return recovered
 
 

@@ -230,3 +230,22 @@ def test_the_lost_task_starting_while_its_job_is_queued_again_does_not_run(lstor
     rec = lstore.get_job(jid)
     assert rec["state"] == "QUEUED" and rec["dispatch"] == "new-task" and rec["attempts"] == 1
     assert lstore.start_job(jid, task_id="new-task", worker="w:4")["attempts"] == 2
+
+
+def test_work_that_could_not_be_re_dispatched_is_tried_again_at_the_next_beat(lstore):
+    """A Redis error while a lost worker's work is re-dispatched (here: a record that cannot be read for a
+    moment) must not leave that work to the broker's visibility timeout: the worker was already taken
+    off the heartbeat set, so no later beat looked at it again."""
+    jid, other = _job(lstore), _job(lstore)
+    for j in (jid, other):
+        lstore.start_job(j, task_id=j, worker="dead:1")
+    key = f"shoal:job:{jid}"
+    progress = lstore.r.hget(key, "progress")
+    lstore.r.hset(key, "progress", b"{")  # unreadable for now
+    _lose(lstore, "dead:1", 10)
+    assert _beat(lstore, "alive:2") == [f"job:{other}"]  # the others are not held back
+    lstore.r.hset(key, "progress", progress)
+    assert _beat(lstore, "alive:3") == [f"job:{jid}"]
+    assert lstore.get_job(jid)["state"] == "QUEUED" and len(_sent(lstore, "long")) == 2
+    assert lstore.r.zscore("shoal:workers", "dead:1") is None
+    assert not lstore.r.exists(liveness.running_key("dead:1"))
