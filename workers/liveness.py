@@ -30,7 +30,9 @@ under new task ids:
 A worker whose heartbeat only stalled (Redis unreachable for longer than
 ``worker_heartbeat_ttl + worker_lost_after``) may see its job run a second
 time; both runs write the same result under the job's id and the first to
-finish ends the job.
+finish ends the job. Its session pass, should it still come to its end,
+commits nothing: it no longer holds the slot
+(:class:`workers.session_store.PassSuperseded`).
 """
 
 import logging
