@@ -11,9 +11,9 @@ heartbeat expiry, Redis server time) and records what it runs::
 
 Every live worker's heartbeat (one whose own heartbeat had not run out: see
 :func:`beat`) looks for workers whose heartbeat ran out more than
-``worker_lost_after`` seconds ago. The first to remove such a worker
-from the zset (``ZREM`` answers 1 to one caller only) re-dispatches its work
-under new task ids:
+``worker_lost_after`` seconds ago. The one that claims such a worker
+(``worker:{name}:recovery``, ``SET NX``) re-dispatches its work under new
+task ids, and takes it off the zset once nothing of it is left:
 
 - a job still RUNNING on the lost worker goes back to QUEUED (CANCELLED if
   its cancellation was asked for meanwhile) with the new task id as its
@@ -55,6 +55,11 @@ WORKERS = f"{PREFIX}workers"
 def running_key(name):
     """The hash of the work worker ``name`` runs (unit -> task id)."""
     return f"{PREFIX}worker:{name}:running"
+
+
+def recovery_key(name):
+    """The claim of the live worker recovering lost worker ``name`` (one at a time)."""
+    return f"{PREFIX}worker:{name}:recovery"
 
 
 def new_worker_name():
@@ -146,10 +151,12 @@ def beat(store, name):
     new worker's first, only renews the heartbeat; the next one, a third of
     ``worker_heartbeat_ttl`` later, recovers the workers still out.
 
-    A lost worker whose work could not all be re-dispatched (a Redis error
-    meanwhile) goes back into the heartbeat set with its old score, so that
-    the next beat of a live worker tries again: taken off for good, it would
-    have left that work to the broker's visibility timeout.
+    One live worker at a time recovers a lost worker (a claim that expires
+    after ``worker_lost_after``, at least ``worker_heartbeat_ttl``, should
+    that worker die or lose Redis meanwhile). The lost worker leaves the heartbeat set only once all its
+    work was re-dispatched: work that could not be (a Redis error meanwhile)
+    is tried again by the next beat of a live worker, instead of being left
+    to the broker's visibility timeout.
     """
     s = store.settings
     now = server_time(store.r)
@@ -160,15 +167,26 @@ def beat(store, name):
     if held is None or held <= now:
         return []
     recovered = []
-    for lost, score in store.r.zrangebyscore(WORKERS, "-inf", now - s.worker_lost_after, withscores=True):
-        if not store.r.zrem(WORKERS, lost):  # 1 for one caller only: that one recovers the worker's work
-            continue
-        try:
-            recovered += recover_worker(store, lost.decode())
-        finally:
-            if store.r.exists(running_key(lost.decode())):  # a unit failed: the next live beat tries again
-                store.r.zadd(WORKERS, {lost: score}, nx=True)
+    cutoff, claim_ms = now - s.worker_lost_after, int(1000 * max(s.worker_lost_after, s.worker_heartbeat_ttl, 1))
+    for lost in store.r.zrangebyscore(WORKERS, "-inf", cutoff):
+        lost = lost.decode()
+        if not store.r.set(recovery_key(lost), name, nx=True, px=claim_ms):
+            continue  # another live worker is recovering it
+        recovered += recover_worker(store, lost)
+        store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
     return recovered
+
+
+#: A lost worker (ARGV[1]) leaves the heartbeat set (KEYS[1]) once its running hash (KEYS[2]) is empty
+#: and its heartbeat is still out (ARGV[2]: the cutoff); the recovery claim (KEYS[3]) is released.
+_FORGET_LUA = """
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if score and tonumber(score) <= tonumber(ARGV[2]) then redis.call('ZREM', KEYS[1], ARGV[1]) end
+end
+redis.call('DEL', KEYS[3])
+return 1
+"""
 
 
 def recover_worker(store, name):
@@ -200,7 +218,11 @@ def recover_worker(store, name):
 
 def _requeue_job(store, jid, name, token):
     rec = store.get_job(jid)
-    if rec is None or rec["state"] != "RUNNING" or rec.get("worker") != name:
+    if rec is None:
+        return False
+    running_here = rec["state"] == "RUNNING" and rec.get("worker") == name
+    unsent = rec["state"] == "QUEUED" and rec.get("worker") is None and rec.get("dispatch") == token
+    if not (running_here or unsent):  # unsent: re-dispatched to ``token``, whose sending failed
         return False
     if store.cancel_requested(jid):  # cancelled while its worker was gone: nobody would see the flag
         store.announce_end(store.finish_job(jid, "CANCELLED"))
@@ -210,11 +232,9 @@ def _requeue_job(store, jid, name, token):
         return False
     from .submit import _app  # the producer app; the Celery app is not imported by the store
 
-    try:
-        _app(store.settings).send_task("shoal.run_job", args=[jid], task_id=new)
-    except Exception:
-        store.undo_requeue(jid, new, name, token)  # the lost task's own redelivery stays the way back
-        raise
+    # If this raises, the lost worker's running hash names ``new`` for the job, and the next
+    # recovery of that worker dispatches it again (Store.requeue_lost_job).
+    _app(store.settings).send_task("shoal.run_job", args=[jid], task_id=new)
     return True
 
 

@@ -19,6 +19,7 @@ Layout (all keys prefixed ``shoal:``)::
     jobs                  zset   job ids by creation time (listing, pagination)
     workers               zset   worker name -> heartbeat expiry (Redis server time, s)
     worker:{name}:running hash   "job:{id}" / "session:{id}" -> task id (workers.liveness)
+    worker:{name}:recovery str   the live worker recovering lost worker {name} (workers.liveness)
 
 State changes go through :meth:`Store._transition`, an optimistic
 transaction that only moves a job out of the states it may leave, so a
@@ -404,7 +405,12 @@ class Store(DatasetStoreMixin):
         """Put a job that lost worker ``worker`` back in the queue as task ``new_task_id``.
 
         Called by :func:`workers.liveness.recover_worker`, which sends the task
-        after this returns True.
+        after this returns True. In the same transaction the lost worker's
+        running hash comes to name ``new_task_id`` for the job: should the
+        task not be sent (Redis gone meanwhile), the next recovery of that
+        worker finds the job QUEUED for a task it names, and dispatches it
+        again to another new task (the record never waits for a task that
+        nothing will send, the lost task's own message being dropped).
 
         Parameters
         ----------
@@ -412,7 +418,8 @@ class Store(DatasetStoreMixin):
         worker : str
             The lost worker.
         task_id : str
-            The task it ran the job as (from its running hash).
+            The task its running hash names for the job: the one it ran the
+            job as, or the one an earlier recovery dispatched it to.
         new_task_id : str
             The task id to dispatch the job to.
 
@@ -420,38 +427,40 @@ class Store(DatasetStoreMixin):
         -------
         bool
             True if the job was RUNNING on ``worker`` as ``task_id`` (or as a
-            task of a record from before ``dispatch``) and is now QUEUED for
+            task of a record from before ``dispatch``), or QUEUED for
+            ``task_id`` by an earlier recovery, and is now QUEUED for
             ``new_task_id``; False if it moved on (finished, or started
             elsewhere) and nothing changed.
         """
-        return self._swap_dispatch(jid, ("RUNNING", worker, task_id), {
+        unit = f"job:{jid}"
+
+        def also(pipe, method, state):
+            liveness.track(pipe, worker, unit, new_task_id)
+            if state == "RUNNING":  # not counted again when only the sending is retried
+                stats.job_redispatched(pipe, method)
+
+        return self._swap_dispatch(jid, [("RUNNING", worker, task_id, True), ("QUEUED", None, task_id, False)], {
             "state": "QUEUED", "dispatch": new_task_id, "worker": None,
-            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"}},
-            also=stats.job_redispatched)
+            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"}}, also=also)
 
-    def undo_requeue(self, jid, new_task_id, worker, task_id):
-        """Undo :meth:`requeue_lost_job` when the new task could not be sent: the
-        lost task's own redelivery (after the visibility timeout) stays the way back."""
-        return self._swap_dispatch(jid, ("QUEUED", None, new_task_id), {
-            "state": "RUNNING", "dispatch": task_id, "worker": worker})
-
-    def _swap_dispatch(self, jid, expected, updates, also=None):
-        """Apply ``updates`` iff the job's (state, worker, dispatch) is ``expected``
-        (a dispatch absent from the record matches any); True if applied.
-        ``also(pipe, method)`` queues more writes in the same transaction."""
+    def _swap_dispatch(self, jid, accepted, updates, also=None):
+        """Apply ``updates`` iff the job's (state, worker, dispatch) is one of ``accepted``
+        ``(state, worker, dispatch, absent_ok)`` (``absent_ok``: a dispatch absent from the
+        record matches); True if applied. ``also(pipe, method, state)`` queues more writes in
+        the same transaction."""
         key = f"{PREFIX}job:{jid}"
-        state, worker, dispatch = expected
 
         def tx(pipe):
-            cur = [json.loads(v) if v is not None else None
-                   for v in pipe.hmget(key, ["state", "worker", "dispatch", "method"])]
-            if cur[0] != state or cur[1] != worker or cur[2] not in (None, dispatch):
+            state, worker, dispatch, method = [json.loads(v) if v is not None else None
+                                               for v in pipe.hmget(key, ["state", "worker", "dispatch", "method"])]
+            if not any(state == st and worker == w and (dispatch == d or (ok and dispatch is None))
+                       for st, w, d, ok in accepted):
                 pipe.unwatch()
                 return False
             pipe.multi()
             pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
             if also is not None:
-                also(pipe, cur[3])
+                also(pipe, method, state)
             return True
 
         return self.r.transaction(tx, key, value_from_callable=True)

@@ -249,3 +249,97 @@ def test_work_that_could_not_be_re_dispatched_is_tried_again_at_the_next_beat(ls
     assert lstore.get_job(jid)["state"] == "QUEUED" and len(_sent(lstore, "long")) == 2
     assert lstore.r.zscore("shoal:workers", "dead:1") is None
     assert not lstore.r.exists(liveness.running_key("dead:1"))
+
+
+class _CutOffRedis:
+    """A TCP relay to the test Redis that goes down (drops every connection, refuses new ones) right
+    after relaying the reply to the first transaction whose request holds ``trigger``: a real Redis
+    outage at a chosen point, without touching Redis or Celery."""
+
+    def __init__(self, upstream, trigger):
+        import socket
+        import threading
+
+        self.upstream, self.trigger = upstream, trigger
+        self.down, self.armed, self.conns = False, None, []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()
+                continue
+            up = socket.create_connection(self.upstream)
+            self.conns += [client, up]
+            threading.Thread(target=self._pump, args=(client, up, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, client, False), daemon=True).start()
+
+    def _pump(self, src, dst, request):
+        while True:
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if request and self.armed is None and b"MULTI" in data and self.trigger in data:
+                    self.armed = dst  # the reply to this transaction comes back from dst
+                dst.sendall(data)
+                if not request and self.armed is src:
+                    self.cut()
+            except OSError:
+                break
+
+    def cut(self):
+        self.down = True
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def restore(self):
+        self.down = False
+
+    def close(self):
+        self.cut()
+        self.server.close()
+
+
+def test_a_redis_outage_in_the_middle_of_a_re_dispatch_does_not_strand_the_job(lstore):
+    """Redis goes away right after a job was queued again for a new task and before that task was sent
+    (so neither the send nor undoing the swap can reach it): once Redis is back, a live worker's beat
+    must still send the job a task. It stayed QUEUED for a task never sent, the lost task's own message
+    dropped when restored (its dispatch no longer the record's), and nothing looked at it again."""
+    import time
+
+    import redis
+
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    _lose(lstore, "dead:1", 10)
+    where = lstore.r.connection_pool.connection_kwargs
+    relay = _CutOffRedis((where["host"], where["port"]), b"worker lost: queued again")
+    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
+    try:
+        cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))
+        lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})  # beat before
+        with pytest.raises(Exception):
+            liveness.beat(cut_off, "alive:2")
+        assert relay.down and lstore.get_job(jid)["state"] == "QUEUED" and _sent(lstore, "long") == []
+    finally:
+        relay.close()
+    deadline = time.monotonic() + 10
+    while not _sent(lstore, "long"):
+        assert time.monotonic() < deadline, lstore.get_job(jid)
+        _beat(lstore, "alive:2")
+        time.sleep(0.2)
+    [(_, task_id, args)] = _sent(lstore, "long")
+    assert args == [jid] and lstore.get_job(jid)["dispatch"] == task_id
