@@ -205,7 +205,7 @@ def recover_worker(store, name):
         kind, _, uid = unit.partition(":")
         try:
             done = (_requeue_job(store, uid, name, token) if kind == "job"
-                    else _resume_session(store, uid, token) if kind == "session" else False)
+                    else _resume_session(store, uid, token, name) if kind == "session" else False)
         except Exception:  # noqa: BLE001 - one unit's failure must not keep the others lost
             log.exception("worker %s lost: %s not re-dispatched", name, unit)
             continue
@@ -238,20 +238,19 @@ def _requeue_job(store, jid, name, token):
     return True
 
 
-def _resume_session(store, sid, token):
+def _resume_session(store, sid, token, name):
     from .session_store import SessionStore
     from .submit import _app
 
     ss = SessionStore(store)
-    if any(store.r.hget(running_key(w), f"session:{sid}") == token.encode() for w in store.live_workers()):
+    unit = f"session:{sid}"
+    if any(store.r.hget(running_key(w), unit) == token.encode() for w in store.live_workers()):
         return False  # the lost task's message came back (a cold shutdown restores it) and runs elsewhere
     new = uuid.uuid4().hex
-    if not ss.hand_over_update(sid, token, new):
+    # the lost worker's running hash names ``new`` from now on: if the task cannot be sent, the next
+    # recovery of that worker finds the slot still ``new``'s and hands it over again
+    if not ss.hand_over_update(sid, token, new, record=(running_key(name), unit)):
         return False  # the slot moved on (expired, released, or another pass has it)
-    try:
-        _app(store.settings).send_task("shoal.session_update", args=[sid], task_id=new)
-    except Exception:
-        ss.finish_update(sid, new)  # the next answers that close a question queue a pass
-        raise
+    _app(store.settings).send_task("shoal.session_update", args=[sid], task_id=new)
     stats.session_pass_redispatched(store.r)
     return True

@@ -701,7 +701,7 @@ class SessionStore:
         return bool(self._slot_script(keys=[self._key(sid, ":update")],
                                       args=["claim", token, "", self._slot_ttl()]))
 
-    def hand_over_update(self, sid, token, new_token):
+    def hand_over_update(self, sid, token, new_token, record=None):
         """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued).
 
         Parameters
@@ -709,14 +709,21 @@ class SessionStore:
         sid : str
         token, new_token : str
             Celery task ids: the one holding the slot, the next pass's.
+        record : (str, str), optional
+            ``(hash key, field)`` set to ``new_token`` in the same step: a lost
+            worker's running hash (:func:`workers.liveness.recover_worker`), so
+            that a new task that could not be sent is handed over again.
 
         Returns
         -------
         bool
             False (nothing changed) if ``token`` no longer holds the slot.
         """
-        return bool(self._slot_script(keys=[self._key(sid, ":update")],
-                                      args=["hand_over", token, new_token, self._slot_ttl()]))
+        keys, args = [self._key(sid, ":update")], ["hand_over", token, new_token, self._slot_ttl()]
+        if record is not None:
+            keys.append(record[0])
+            args.append(record[1])
+        return bool(self._slot_script(keys=keys, args=args))
 
     def waiting_unscheduled(self, sid):
         """Whether questions wait for the model with no pass running or queued for them.

@@ -253,8 +253,8 @@ def test_work_that_could_not_be_re_dispatched_is_tried_again_at_the_next_beat(ls
 
 class _CutOffRedis:
     """A TCP relay to the test Redis that goes down (drops every connection, refuses new ones) right
-    after relaying the reply to the first transaction whose request holds ``trigger``: a real Redis
-    outage at a chosen point, without touching Redis or Celery."""
+    after relaying the reply to the first request that holds ``trigger``: a real Redis outage at a
+    chosen point, without touching Redis or Celery."""
 
     def __init__(self, upstream, trigger):
         import socket
@@ -289,7 +289,7 @@ class _CutOffRedis:
                 data = src.recv(65536)
                 if not data:
                     break
-                if request and self.armed is None and b"MULTI" in data and self.trigger in data:
+                if request and self.armed is None and self.trigger in data:
                     self.armed = dst  # the reply to this transaction comes back from dst
                 dst.sendall(data)
                 if not request and self.armed is src:
@@ -343,3 +343,40 @@ def test_a_redis_outage_in_the_middle_of_a_re_dispatch_does_not_strand_the_job(l
         time.sleep(0.2)
     [(_, task_id, args)] = _sent(lstore, "long")
     assert args == [jid] and lstore.get_job(jid)["dispatch"] == task_id
+
+
+def test_a_redis_outage_in_the_middle_of_a_session_hand_over_does_not_strand_the_pass(
+        lstore, client, blobs_dataset):
+    """As for a job: the slot handed to a new pass, then Redis gone before that pass was sent (and
+    before the slot could be freed again). Once Redis is back a live worker's beat must send a pass
+    holding the slot; the slot stayed with a task never sent until it expired (the hard time limit
+    plus a minute), and a session still INITIALIZING has no answers to queue a pass with."""
+    import time
+
+    import redis
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(lstore)
+    lstore.r.delete(ss._key(sid, ":update"), lstore.settings.queues["short"])
+    assert ss.claim_update(sid, "pass-1")
+    liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
+    _lose(lstore, "dead:1", 10)
+    where = lstore.r.connection_pool.connection_kwargs
+    relay = _CutOffRedis((where["host"], where["port"]), b"hand_over")
+    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
+    try:
+        cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))
+        lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})  # beat before
+        with pytest.raises(Exception):
+            liveness.beat(cut_off, "alive:2")
+        assert relay.down and _sent(lstore, "short") == []
+    finally:
+        relay.close()
+    deadline = time.monotonic() + 10
+    while not _sent(lstore, "short"):
+        assert time.monotonic() < deadline, lstore.r.get(ss._key(sid, ":update"))
+        _beat(lstore, "alive:2")
+        time.sleep(0.2)
+    [(name, task_id, args)] = _sent(lstore, "short")
+    assert name == "shoal.session_update" and args == [sid]
+    assert lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
