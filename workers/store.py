@@ -571,23 +571,49 @@ class Store(DatasetStoreMixin):
 
     # ----------------------------------------------------------------- results
     def save_result(self, jid, result, affinity=None):
-        """Store the result JSON and, optionally, a sparse affinity (.npz bytes)."""
-        key = f"{PREFIX}job:{jid}"
-        pipe = self.r.pipeline()
-        pipe.set(f"{key}:result", dumps(result))
+        """Store the result JSON and, optionally, a sparse affinity (.npz bytes), while the job runs.
+
+        Returns
+        -------
+        bool
+            False (nothing written) if the job already ended or is gone: a
+            second run of it (its worker taken for lost while it still ran,
+            :mod:`workers.liveness`) finishing after the first must not replace
+            the ended job's keys, which would lose their expiry, nor bring back
+            those of a deleted job.
+        """
+        writes = {"result": dumps(result)}
         if affinity is not None:
             buf = io.BytesIO()
             sp.save_npz(buf, sp.csr_matrix(affinity), compressed=True)
-            pipe.set(f"{key}:affinity", buf.getvalue())
-        pipe.execute()
+            writes["affinity"] = buf.getvalue()
+        return self._save_while_active(jid, writes)
+
+    def _save_while_active(self, jid, writes):
+        """SET ``job:{jid}:{part}`` for each ``part -> bytes`` of ``writes`` (expiring after ``job_ttl``)
+        in one transaction, iff the job is still QUEUED or RUNNING; True if written."""
+        key = f"{PREFIX}job:{jid}"
+
+        def tx(pipe):
+            state = pipe.hget(key, "state")
+            if state is None or json.loads(state) not in ACTIVE:
+                pipe.unwatch()
+                return False
+            pipe.multi()
+            for part, value in writes.items():
+                pipe.set(f"{key}:{part}", value, ex=self.settings.job_ttl)
+            return True
+
+        return self.r.transaction(tx, key, value_from_callable=True)
 
     def get_result(self, jid):
         raw = self.r.get(f"{PREFIX}job:{jid}:result")
         return json.loads(raw) if raw else None
 
     def save_model_state(self, jid, state):
-        """Fitted parameters of an inductive model (JSON), for predict jobs."""
-        self.r.set(f"{PREFIX}job:{jid}:model", dumps(state), ex=self.settings.job_ttl)
+        """Fitted parameters of an inductive model (JSON), for predict jobs; while the job runs
+        (False, nothing written, once it ended: see :meth:`save_result`)."""
+        return self._save_while_active(jid, {"model": dumps(state)})
 
     def get_model_bytes(self, jid):
         """The stored model of a job as JSON bytes, or None (none saved, expired or deleted)."""

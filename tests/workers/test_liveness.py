@@ -380,3 +380,26 @@ def test_a_redis_outage_in_the_middle_of_a_session_hand_over_does_not_strand_the
     [(name, task_id, args)] = _sent(lstore, "short")
     assert name == "shoal.session_update" and args == [sid]
     assert lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
+
+
+def test_the_late_one_of_two_runs_leaves_no_result_behind(lstore):
+    """A worker taken for lost while it still ran, and the worker its job went to, both run the job: the
+    first to finish ends it, and the other one's result, affinity and model, written after, replaced
+    the ended job's keys without their expiry (kept for ever, under noeviction until Redis is full),
+    or came back as orphans once the job was deleted."""
+    import scipy.sparse as sp
+
+    jid = _job(lstore)
+    key = f"shoal:job:{jid}"
+    lstore.start_job(jid, task_id=jid, worker="w:1")
+    lstore.save_result(jid, {"labels": [0, 0, 1]}, sp.identity(3))
+    lstore.save_model_state(jid, {"w": 1})
+    assert lstore.finish_job(jid, "SUCCEEDED")
+    lstore.save_result(jid, {"labels": [1, 1, 0]}, sp.identity(3))  # the other run, finishing later
+    lstore.save_model_state(jid, {"w": 2})
+    assert lstore.get_result(jid) == {"labels": [0, 0, 1]} and lstore.get_model_state(jid) == {"w": 1}
+    assert all(lstore.r.ttl(f"{key}:{part}") > 0 for part in ("result", "affinity", "model"))
+    assert lstore.delete_job(jid) == "deleted"
+    lstore.save_result(jid, {"labels": [1, 1, 0]}, sp.identity(3))
+    lstore.save_model_state(jid, {"w": 2})
+    assert not any(lstore.r.exists(f"{key}:{part}") for part in ("result", "affinity", "model"))
