@@ -27,12 +27,12 @@ task ids, and takes it off the zset once nothing of it is left:
   already runs that task again (a cold shutdown gives its message back at
   once), so that no two passes of a session run side by side.
 
-A worker whose heartbeat only stalled (Redis unreachable for longer than
-``worker_heartbeat_ttl + worker_lost_after``) may see its job run a second
-time; both runs write the same result under the job's id and the first to
-finish ends the job. Its session pass, should it still come to its end,
-commits nothing: it no longer holds the slot
-(:class:`workers.session_store.PassSuperseded`).
+A worker whose heartbeat only stalled (its host alone cut off from Redis, or
+paused, for longer than ``worker_heartbeat_ttl + worker_lost_after``) may see
+its job run a second time; the first run to finish ends the job with its
+result, and the other writes nothing (:meth:`workers.store.Store.save_result`).
+Its session pass, should it still come to its end, commits nothing: it no
+longer holds the slot (:class:`workers.session_store.PassSuperseded`).
 """
 
 import logging
