@@ -48,15 +48,23 @@ def load_keys(keys="", keys_file=""):
     ValueError
         If the file cannot be read, or a key is shorter than
         :data:`MIN_KEY_LENGTH` or holds whitespace (the process does not
-        start with a weak or mangled key).
+        start with a weak or mangled key), or if keys are asked for but none
+        is given: a file that names none (a secret mounted but not filled
+        in) or ``keys`` holding only separators would otherwise start the
+        service with every route open.
     """
     found = [k.strip() for k in (keys or "").split(",") if k.strip()]
+    if keys and not found:
+        raise ValueError(f"SHOAL_API_KEYS is set ({keys!r}) but holds no API key")
     if keys_file:
         try:
             with open(keys_file, encoding="utf-8") as fh:
-                found += [ln.strip() for ln in fh if ln.strip() and not ln.strip().startswith("#")]
+                in_file = [ln.strip() for ln in fh if ln.strip() and not ln.strip().startswith("#")]
         except OSError as exc:
             raise ValueError(f"SHOAL_API_KEYS_FILE {keys_file!r} cannot be read: {exc}") from None
+        if not in_file:
+            raise ValueError(f"SHOAL_API_KEYS_FILE {keys_file!r} holds no API key")
+        found += in_file
     for i, k in enumerate(found):
         if len(k) < MIN_KEY_LENGTH or any(c.isspace() for c in k):
             raise ValueError(f"API key {i + 1} must be at least {MIN_KEY_LENGTH} characters without "

@@ -33,9 +33,13 @@ _DROP = bytes(sorted(set(range(256)) - set(_KEEP)))
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _STRING = re.compile(rb'"[^"]*"')
 _OPEN = np.frombuffer(b"[{", dtype=np.uint8)
-# \u escapes in the surrogate range D800-DFFF (the quick test), and every escape sequence (the exact one)
+# \u escapes in the surrogate range D800-DFFF (the quick test)
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F]")
-_ESCAPE_U = re.compile(rb"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+# once each escaped backslash is replaced by a byte that is no backslash, every backslash left starts an
+# escape: a high surrogate escape not followed by a low one, or a low one not preceded by a high one
+_LONE_SURROGATE_ESCAPE = re.compile(
+    rb"\\u[dD](?:[89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD])[c-fC-F][0-9a-fA-F]{2})")
 # a surrogate written as UTF-8 bytes (ED A0-BF xx), which Python's JSON decoder takes with "surrogatepass"
 _ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _CHUNK = 1 << 20
@@ -108,29 +112,38 @@ def has_lone_surrogate(raw):
         True for ``"\\ud800"`` or ``"\\udc00x"``, and for a surrogate
         written as UTF-8 bytes (``ED A0 80``); False for a pair such as
         ``"\\ud83d\\ude00"`` and for an escaped backslash followed by
-        ``ud800``. Linear; a C-speed search when no surrogate-range escape occurs.
+        ``ud800``. Linear, and C-speed searches only (a 64 MB body of escapes
+        takes a fraction of a second, as parsing it does).
     """
     if _ENCODED_SURROGATE.search(raw):  # not UTF-8 at all, but Python's JSON decoder lets it through
         return True
     if not _SURROGATE_ESCAPE.search(raw):
         return False
-    high_end = None  # where the last high surrogate escape ended, awaiting its low half
-    for m in _ESCAPE_U.finditer(raw):
-        code = int(m.group(1), 16) if m.group(1) else None
-        if high_end is not None and not (m.start() == high_end and code is not None and 0xDC00 <= code <= 0xDFFF):
-            return True
-        if high_end is not None:
-            high_end = None
-            continue
-        if code is not None and 0xD800 <= code <= 0xDBFF:
-            high_end = m.end()
-        elif code is not None and 0xDC00 <= code <= 0xDFFF:
-            return True
-    return high_end is not None
+    # each escaped backslash (\\) -> "_": a backslash run keeps its parity (an odd one ends in an escape);
+    # dropping them instead would join escapes that were apart (\ud800\\\udc00: lone high, "\", lone low)
+    return _LONE_SURROGATE_ESCAPE.search(raw.replace(b"\\\\", b"_")) is not None
+
+
+#: Types of JSON values that are always Unicode text: numbers, booleans, null.
+_SCALARS = frozenset({int, float, bool, type(None)})
+
+
+def _may_hold_non_text(value):
+    """False if ``value`` surely holds no string that is not Unicode text (C-speed checks only)."""
+    if isinstance(value, str):
+        return not value.isascii()
+    if isinstance(value, list):
+        return not _SCALARS.issuperset(map(type, value))
+    return isinstance(value, dict)
 
 
 def _first_non_text(value, pointer=""):
-    """JSON pointer of the first string (or object key) that is not Unicode text, or None."""
+    """JSON pointer of the first string (or object key) that is not Unicode text, or None.
+
+    A body can hold a 64 MiB data matrix: only values that may hold such a
+    string are visited (an ASCII string, or an array of numbers, is passed
+    over at C speed), so the walk costs a fraction of the parse.
+    """
     stack = [(value, pointer)]
     while stack:
         node, ptr = stack.pop()
@@ -140,15 +153,19 @@ def _first_non_text(value, pointer=""):
             except UnicodeEncodeError:
                 return ptr or "/"
         elif isinstance(node, dict):
-            for k, v in reversed(list(node.items())):
+            children = []
+            for k, v in node.items():
                 key = k.replace("~", "~0").replace("/", "~1")
                 try:
                     k.encode("utf-8")
                 except UnicodeEncodeError:
                     return f"{ptr}/{key}"
-                stack.append((v, f"{ptr}/{key}"))
+                if _may_hold_non_text(v):
+                    children.append((v, f"{ptr}/{key}"))
+            stack.extend(reversed(children))
         elif isinstance(node, list):
-            stack.extend((v, f"{ptr}/{i}") for i, v in reversed(list(enumerate(node))))
+            stack.extend((node[i], f"{ptr}/{i}")
+                         for i in reversed([i for i, v in enumerate(node) if _may_hold_non_text(v)]))
     return None
 
 

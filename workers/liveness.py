@@ -9,10 +9,11 @@ heartbeat expiry, Redis server time) and records what it runs::
 
     worker:{name}:running  hash   "job:{id}" | "session:{id}" -> Celery task id
 
-Every live worker's heartbeat looks for workers whose heartbeat ran out more
-than ``worker_lost_after`` seconds ago. The first to remove such a worker
-from the zset (``ZREM`` answers 1 to one caller only) re-dispatches its work
-under new task ids:
+Every live worker's heartbeat (one whose own heartbeat had not run out: see
+:func:`beat`) looks for workers whose heartbeat ran out more than
+``worker_lost_after`` seconds ago. The one that claims such a worker
+(``worker:{name}:recovery``, ``SET NX``) re-dispatches its work under new
+task ids, and takes it off the zset once nothing of it is left:
 
 - a job still RUNNING on the lost worker goes back to QUEUED (CANCELLED if
   its cancellation was asked for meanwhile) with the new task id as its
@@ -26,10 +27,12 @@ under new task ids:
   already runs that task again (a cold shutdown gives its message back at
   once), so that no two passes of a session run side by side.
 
-A worker whose heartbeat only stalled (Redis unreachable for longer than
-``worker_heartbeat_ttl + worker_lost_after``) may see its job run a second
-time; both runs write the same result under the job's id and the first to
-finish ends the job.
+A worker whose heartbeat only stalled (its host alone cut off from Redis, or
+paused, for longer than ``worker_heartbeat_ttl + worker_lost_after``) may see
+its job run a second time; the first run to finish ends the job with its
+result, and the other writes nothing (:meth:`workers.store.Store.save_result`).
+Its session pass, should it still come to its end, commits nothing: it no
+longer holds the slot (:class:`workers.session_store.PassSuperseded`).
 """
 
 import logging
@@ -54,9 +57,20 @@ def running_key(name):
     return f"{PREFIX}worker:{name}:running"
 
 
+def recovery_key(name):
+    """The claim of the live worker recovering lost worker ``name`` (one at a time)."""
+    return f"{PREFIX}worker:{name}:recovery"
+
+
 def new_worker_name():
-    """A name for this worker process, ``host:pid``, exported to its pool processes."""
-    name = f"{socket.gethostname()}:{os.getpid()}"
+    """A name for this worker process, ``host:pid:random``, exported to its pool processes.
+
+    The random part makes each start a new worker: a container restarted
+    after its worker was killed keeps its host name, and its worker is pid 1
+    again, so ``host:pid`` alone would renew the lost worker's heartbeat and
+    its work would never be recovered.
+    """
+    name = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     os.environ[WORKER_NAME_ENV] = name
     return name
 
@@ -126,15 +140,53 @@ def beat(store, name):
     -------
     list of str
         The units re-dispatched by this call (empty almost always).
+
+    Notes
+    -----
+    Only a worker whose own heartbeat still held when it beat judges others:
+    after Redis was unreachable for longer than ``worker_heartbeat_ttl +
+    worker_lost_after`` every heartbeat ran out at once, and the first worker
+    back would take its peers, as alive as itself, for lost (each running job
+    would run twice, each session pass beside another). Such a beat, and a
+    new worker's first, only renews the heartbeat; the next one, a third of
+    ``worker_heartbeat_ttl`` later, recovers the workers still out.
+
+    One live worker at a time recovers a lost worker (a claim that expires
+    after ``worker_lost_after``, at least ``worker_heartbeat_ttl``, should
+    that worker die or lose Redis meanwhile). The lost worker leaves the heartbeat set only once all its
+    work was re-dispatched: work that could not be (a Redis error meanwhile)
+    is tried again by the next beat of a live worker, instead of being left
+    to the broker's visibility timeout.
     """
     s = store.settings
     now = server_time(store.r)
-    store.r.zadd(WORKERS, {name: now + s.worker_heartbeat_ttl})
+    pipe = store.r.pipeline()
+    pipe.zscore(WORKERS, name)
+    pipe.zadd(WORKERS, {name: now + s.worker_heartbeat_ttl})
+    held, _ = pipe.execute()
+    if held is None or held <= now:
+        return []
     recovered = []
-    for lost in store.r.zrangebyscore(WORKERS, "-inf", now - s.worker_lost_after):
-        if store.r.zrem(WORKERS, lost):  # 1 for one caller only: that one recovers the worker's work
-            recovered += recover_worker(store, lost.decode())
+    cutoff, claim_ms = now - s.worker_lost_after, int(1000 * max(s.worker_lost_after, s.worker_heartbeat_ttl, 1))
+    for lost in store.r.zrangebyscore(WORKERS, "-inf", cutoff):
+        lost = lost.decode()
+        if not store.r.set(recovery_key(lost), name, nx=True, px=claim_ms):
+            continue  # another live worker is recovering it
+        recovered += recover_worker(store, lost)
+        store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
     return recovered
+
+
+#: A lost worker (ARGV[1]) leaves the heartbeat set (KEYS[1]) once its running hash (KEYS[2]) is empty
+#: and its heartbeat is still out (ARGV[2]: the cutoff); the recovery claim (KEYS[3]) is released.
+_FORGET_LUA = """
+if redis.call('EXISTS', KEYS[2]) == 0 then
+  local score = redis.call('ZSCORE', KEYS[1], ARGV[1])
+  if score and tonumber(score) <= tonumber(ARGV[2]) then redis.call('ZREM', KEYS[1], ARGV[1]) end
+end
+redis.call('DEL', KEYS[3])
+return 1
+"""
 
 
 def recover_worker(store, name):
@@ -153,7 +205,7 @@ def recover_worker(store, name):
         kind, _, uid = unit.partition(":")
         try:
             done = (_requeue_job(store, uid, name, token) if kind == "job"
-                    else _resume_session(store, uid, token) if kind == "session" else False)
+                    else _resume_session(store, uid, token, name) if kind == "session" else False)
         except Exception:  # noqa: BLE001 - one unit's failure must not keep the others lost
             log.exception("worker %s lost: %s not re-dispatched", name, unit)
             continue
@@ -166,7 +218,11 @@ def recover_worker(store, name):
 
 def _requeue_job(store, jid, name, token):
     rec = store.get_job(jid)
-    if rec is None or rec["state"] != "RUNNING" or rec.get("worker") != name:
+    if rec is None:
+        return False
+    running_here = rec["state"] == "RUNNING" and rec.get("worker") == name
+    unsent = rec["state"] == "QUEUED" and rec.get("worker") is None and rec.get("dispatch") == token
+    if not (running_here or unsent):  # unsent: re-dispatched to ``token``, whose sending failed
         return False
     if store.cancel_requested(jid):  # cancelled while its worker was gone: nobody would see the flag
         store.announce_end(store.finish_job(jid, "CANCELLED"))
@@ -176,28 +232,25 @@ def _requeue_job(store, jid, name, token):
         return False
     from .submit import _app  # the producer app; the Celery app is not imported by the store
 
-    try:
-        _app(store.settings).send_task("shoal.run_job", args=[jid], task_id=new)
-    except Exception:
-        store.undo_requeue(jid, new, name, token)  # the lost task's own redelivery stays the way back
-        raise
+    # If this raises, the lost worker's running hash names ``new`` for the job, and the next
+    # recovery of that worker dispatches it again (Store.requeue_lost_job).
+    _app(store.settings).send_task("shoal.run_job", args=[jid], task_id=new)
     return True
 
 
-def _resume_session(store, sid, token):
+def _resume_session(store, sid, token, name):
     from .session_store import SessionStore
     from .submit import _app
 
     ss = SessionStore(store)
-    if any(store.r.hget(running_key(w), f"session:{sid}") == token.encode() for w in store.live_workers()):
+    unit = f"session:{sid}"
+    if any(store.r.hget(running_key(w), unit) == token.encode() for w in store.live_workers()):
         return False  # the lost task's message came back (a cold shutdown restores it) and runs elsewhere
     new = uuid.uuid4().hex
-    if not ss.hand_over_update(sid, token, new):
+    # the lost worker's running hash names ``new`` from now on: if the task cannot be sent, the next
+    # recovery of that worker finds the slot still ``new``'s and hands it over again
+    if not ss.hand_over_update(sid, token, new, record=(running_key(name), unit)):
         return False  # the slot moved on (expired, released, or another pass has it)
-    try:
-        _app(store.settings).send_task("shoal.session_update", args=[sid], task_id=new)
-    except Exception:
-        ss.finish_update(sid, new)  # the next answers that close a question queue a pass
-        raise
+    _app(store.settings).send_task("shoal.session_update", args=[sid], task_id=new)
     stats.session_pass_redispatched(store.r)
     return True

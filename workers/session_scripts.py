@@ -184,7 +184,9 @@ return redis.call('LRANGE', KEYS[2], 0, -1)
 # The session's re-clustering slot KEYS[1], held by a task id: ARGV[1] 'claim'
 # (task ARGV[2] starts a pass: take the slot if it is free or its own), 'hand_over'
 # (to task ARGV[3]) or 'release', each only by the task holding it; ARGV[4] the
-# expiry (s) set. Returns 1 if done, 0 if another task holds the slot.
+# expiry (s) set. Returns 1 if done, 0 if another task holds the slot. A hand-over
+# given KEYS[2] (a lost worker's running hash, workers.liveness) also records the
+# new task there, under field ARGV[5].
 SLOT_LUA = """
 local holder = redis.call('GET', KEYS[1])
 local op, token = ARGV[1], ARGV[2]
@@ -198,6 +200,7 @@ end
 if holder ~= token then return 0 end
 if op == 'hand_over' then
   redis.call('SET', KEYS[1], ARGV[3], 'EX', tonumber(ARGV[4]))
+  if KEYS[2] then redis.call('HSET', KEYS[2], ARGV[5], ARGV[3]) end
 else
   redis.call('DEL', KEYS[1])
 end

@@ -46,6 +46,11 @@ DEFAULT_LEASE_SECONDS = 600
 OPEN_STATES = ("INITIALIZING", "ACTIVE")
 
 
+class PassSuperseded(Exception):
+    """The task running a pass no longer holds the session's slot: it was handed to another pass
+    (:mod:`workers.liveness`, the worker having been taken for lost), which redoes this one's work."""
+
+
 class SessionStore:
     """Session records, question pools and answers in Redis.
 
@@ -551,7 +556,7 @@ class SessionStore:
                                       args=[self.settings.job_ttl])
         return [i.decode() if isinstance(i, bytes) else i for i in ids]
 
-    def commit_pass(self, sid, state, closed, deltas, reports=()):
+    def commit_pass(self, sid, state, closed, deltas, reports=(), token=None):
         """Write what a pass learnt from the questions it took, in one transaction.
 
         The estimator's state, the closed question documents, the counters and
@@ -575,13 +580,21 @@ class SessionStore:
             Added to the record's ``counters``.
         reports : sequence of (str, dict)
             ``(kind, item)`` appended to ``disagreements`` or ``conflicts``.
+        token : str, optional
+            The task running the pass: it commits only while it holds the
+            slot (checked in the transaction). None: not checked.
 
         Returns
         -------
         bool
             False (nothing written) if the session no longer exists.
+
+        Raises
+        ------
+        PassSuperseded
+            If ``token`` no longer holds the slot (nothing written).
         """
-        key, ttl = self._key(sid), self.settings.job_ttl
+        key, ttl, slot = self._key(sid), self.settings.job_ttl, self._key(sid, ":update")
         blob = dumps(state)
 
         def tx(pipe):
@@ -589,6 +602,9 @@ class SessionStore:
             if raw is None:  # deleted meanwhile
                 pipe.unwatch()
                 return False
+            if token is not None and pipe.get(slot) != token.encode():
+                pipe.unwatch()
+                return None
             counters = json.loads(raw)
             for k, v in deltas.items():
                 counters[k] = counters.get(k, 0) + v
@@ -605,7 +621,14 @@ class SessionStore:
                 pipe.expire(rkey, ttl)
             return True
 
-        return self.r.transaction(tx, key, value_from_callable=True)
+        done = self.r.transaction(tx, key, slot, value_from_callable=True)
+        if done is None:
+            raise PassSuperseded(sid)
+        return done
+
+    def holds_update(self, sid, token):
+        """Whether task ``token`` holds the session's slot (None: not checked, True)."""
+        return token is None or self.r.get(self._key(sid, ":update")) == token.encode()
 
     def questions(self, sid, qids):
         """The documents of questions ``qids``, in one read.
@@ -678,7 +701,7 @@ class SessionStore:
         return bool(self._slot_script(keys=[self._key(sid, ":update")],
                                       args=["claim", token, "", self._slot_ttl()]))
 
-    def hand_over_update(self, sid, token, new_token):
+    def hand_over_update(self, sid, token, new_token, record=None):
         """Pass the slot from task ``token`` to task ``new_token`` (about to be enqueued).
 
         Parameters
@@ -686,14 +709,21 @@ class SessionStore:
         sid : str
         token, new_token : str
             Celery task ids: the one holding the slot, the next pass's.
+        record : (str, str), optional
+            ``(hash key, field)`` set to ``new_token`` in the same step: a lost
+            worker's running hash (:func:`workers.liveness.recover_worker`), so
+            that a new task that could not be sent is handed over again.
 
         Returns
         -------
         bool
             False (nothing changed) if ``token`` no longer holds the slot.
         """
-        return bool(self._slot_script(keys=[self._key(sid, ":update")],
-                                      args=["hand_over", token, new_token, self._slot_ttl()]))
+        keys, args = [self._key(sid, ":update")], ["hand_over", token, new_token, self._slot_ttl()]
+        if record is not None:
+            keys.append(record[0])
+            args.append(record[1])
+        return bool(self._slot_script(keys=keys, args=args))
 
     def waiting_unscheduled(self, sid):
         """Whether questions wait for the model with no pass running or queued for them.

@@ -20,7 +20,7 @@ from clustering._urasc import URASC
 from . import liveness
 from .celery_app import app
 from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
-from .session_store import DEFAULT_LEASE_SECONDS, SessionStore
+from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .records import problem, utcnow_iso
 from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
 
@@ -204,7 +204,7 @@ def _model(sid, revision, est, labels, labels_true, closed, workers):
     return model
 
 
-def update_once(store, ss, sid):
+def update_once(store, ss, sid, token=None):
     """One pass: tell aggregated answers, re-cluster, refill the pool, save.
 
     Each question that got its answers is closed with the aggregated answer
@@ -223,6 +223,9 @@ def update_once(store, ss, sid):
     store : workers.store.Store
     ss : workers.session_store.SessionStore
     sid : str
+    token : str, optional
+        The task running the pass, which must hold the session's slot to
+        write the pool and to commit (None: not checked).
 
     Returns
     -------
@@ -230,6 +233,12 @@ def update_once(store, ss, sid):
         The session's new state.
     observed_revision : int or None
         The revision the model reflects (None: the session was deleted meanwhile).
+
+    Raises
+    ------
+    workers.session_store.PassSuperseded
+        The slot went to another pass meanwhile (this task's worker was taken
+        for lost): nothing of this pass is committed.
     """
     started = time.time()
     rec = ss.get(sid)
@@ -269,12 +278,14 @@ def update_once(store, ss, sid):
     queries = est.suggest_queries(pool_size)
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
     done = est.n_questions_ >= rec["budget"] or not pool
+    if not ss.holds_update(sid, token):
+        raise PassSuperseded(sid)
     docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS), final=done)
     docs.update((q["question_id"], q) for q in closing)
     closed = [q for q in docs.values() if q["status"] == "closed"]
     # The commit point: the state with the taken questions' answers, their closed documents and the
     # counters in one transaction (a pass killed before it is redone from the state before).
-    ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports)
+    ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports, token=token)
     labels = np.asarray(est.labels_, dtype=np.int64)
     ss.save_model(sid, _model(sid, revision, est, labels, labels_true, closed,
                               worker_reliability(answers, dawid_skene)))
@@ -328,7 +339,12 @@ def _run_pass(store, ss, sid, token):
         return
     failure, started = None, time.monotonic()
     try:
-        outcome = update_once(store, ss, sid)
+        outcome = update_once(store, ss, sid, token)
+    except PassSuperseded:  # the pass that has the slot now redoes this one's work, and ends it
+        log.warning("session %s: pass %s superseded (its worker was taken for lost)", sid, token)
+        if not ss.exists(sid):
+            ss.delete(sid)
+        return
     except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
         failure = exc
     if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event

@@ -19,6 +19,7 @@ Layout (all keys prefixed ``shoal:``)::
     jobs                  zset   job ids by creation time (listing, pagination)
     workers               zset   worker name -> heartbeat expiry (Redis server time, s)
     worker:{name}:running hash   "job:{id}" / "session:{id}" -> task id (workers.liveness)
+    worker:{name}:recovery str   the live worker recovering lost worker {name} (workers.liveness)
 
 State changes go through :meth:`Store._transition`, an optimistic
 transaction that only moves a job out of the states it may leave, so a
@@ -326,25 +327,29 @@ class Store(DatasetStoreMixin):
         token = encode_token(out[-1]["created_ts"], out[-1]["id"]) if len(out) == page_size else None
         return out, token
 
-    def _transition(self, jid, allowed_from, updates, also=None):
+    def _transition(self, jid, allowed_from, updates, also=None, expect=None):
         """Apply ``updates`` iff the job's state is in ``allowed_from``.
 
         ``also(pipe, record)``, if given, queues more writes in the same
-        transaction (``record``: the job as it was before the update).
-        Returns the new record, or None when the job is unknown or in another state.
+        transaction (``record``: the job as it was before the update:
+        ``state``, ``method``, ``started_ts``, ``worker``, ``dispatch``,
+        ``attempts``, those it has). ``expect(record)``, if given, must also
+        be true of it. Returns the new record, or None when the job is
+        unknown, in another state, or not as expected.
         """
         key = f"{PREFIX}job:{jid}"
-        fields = ("state", "method", "started_ts", "worker")
+        fields = ("state", "method", "started_ts", "worker", "dispatch", "attempts")
 
         def tx(pipe):
             cur = pipe.hmget(key, list(fields))
-            if cur[0] is None or json.loads(cur[0]) not in allowed_from:
+            before = {k: json.loads(v) for k, v in zip(fields, cur) if v is not None}
+            if cur[0] is None or before["state"] not in allowed_from or (expect is not None and not expect(before)):
                 pipe.unwatch()
                 return False
             pipe.multi()
             pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
             if also is not None:
-                also(pipe, {k: json.loads(v) for k, v in zip(fields, cur) if v is not None})
+                also(pipe, before)
             return True
 
         return self._read(jid) if self.r.transaction(tx, key, value_from_callable=True) else None
@@ -369,8 +374,10 @@ class Store(DatasetStoreMixin):
         -------
         record : dict or None
             None when the job is unknown, finished, cancelled or dispatched to
-            another task. When the attempt cap is exceeded the job is FAILED
-            and None is returned.
+            another task, also when it was re-dispatched or started by
+            another delivery between this call's read and its write (checked
+            in the transaction that marks it RUNNING). When the attempt cap
+            is exceeded the job is FAILED and None is returned.
         """
         rec = self._read(jid)
         if rec is None or rec["state"] not in ACTIVE:
@@ -384,17 +391,26 @@ class Store(DatasetStoreMixin):
                 f"the job's worker was lost {attempts - 1} times (limit {self.settings.max_attempts})")))
             return None
         now = time.time()
+
+        def unchanged(before):  # re-dispatched (workers.liveness) or started by another task since the read
+            return before.get("dispatch") == rec.get("dispatch") and int(before.get("attempts", 0)) == attempts - 1
+
         return self._transition(jid, ACTIVE, {
             "state": "RUNNING", "attempts": attempts, "started_at": utcnow_iso(now), "started_ts": now,
             "worker": worker,
             "progress": {"fraction": 0.0, "stage": "starting", "message": f"attempt {attempts}"},
-        }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""))
+        }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""), expect=unchanged)
 
     def requeue_lost_job(self, jid, worker, task_id, new_task_id):
         """Put a job that lost worker ``worker`` back in the queue as task ``new_task_id``.
 
         Called by :func:`workers.liveness.recover_worker`, which sends the task
-        after this returns True.
+        after this returns True. In the same transaction the lost worker's
+        running hash comes to name ``new_task_id`` for the job: should the
+        task not be sent (Redis gone meanwhile), the next recovery of that
+        worker finds the job QUEUED for a task it names, and dispatches it
+        again to another new task (the record never waits for a task that
+        nothing will send, the lost task's own message being dropped).
 
         Parameters
         ----------
@@ -402,7 +418,8 @@ class Store(DatasetStoreMixin):
         worker : str
             The lost worker.
         task_id : str
-            The task it ran the job as (from its running hash).
+            The task its running hash names for the job: the one it ran the
+            job as, or the one an earlier recovery dispatched it to.
         new_task_id : str
             The task id to dispatch the job to.
 
@@ -410,38 +427,40 @@ class Store(DatasetStoreMixin):
         -------
         bool
             True if the job was RUNNING on ``worker`` as ``task_id`` (or as a
-            task of a record from before ``dispatch``) and is now QUEUED for
+            task of a record from before ``dispatch``), or QUEUED for
+            ``task_id`` by an earlier recovery, and is now QUEUED for
             ``new_task_id``; False if it moved on (finished, or started
             elsewhere) and nothing changed.
         """
-        return self._swap_dispatch(jid, ("RUNNING", worker, task_id), {
+        unit = f"job:{jid}"
+
+        def also(pipe, method, state):
+            liveness.track(pipe, worker, unit, new_task_id)
+            if state == "RUNNING":  # not counted again when only the sending is retried
+                stats.job_redispatched(pipe, method)
+
+        return self._swap_dispatch(jid, [("RUNNING", worker, task_id, True), ("QUEUED", None, task_id, False)], {
             "state": "QUEUED", "dispatch": new_task_id, "worker": None,
-            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"}},
-            also=stats.job_redispatched)
+            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"}}, also=also)
 
-    def undo_requeue(self, jid, new_task_id, worker, task_id):
-        """Undo :meth:`requeue_lost_job` when the new task could not be sent: the
-        lost task's own redelivery (after the visibility timeout) stays the way back."""
-        return self._swap_dispatch(jid, ("QUEUED", None, new_task_id), {
-            "state": "RUNNING", "dispatch": task_id, "worker": worker})
-
-    def _swap_dispatch(self, jid, expected, updates, also=None):
-        """Apply ``updates`` iff the job's (state, worker, dispatch) is ``expected``
-        (a dispatch absent from the record matches any); True if applied.
-        ``also(pipe, method)`` queues more writes in the same transaction."""
+    def _swap_dispatch(self, jid, accepted, updates, also=None):
+        """Apply ``updates`` iff the job's (state, worker, dispatch) is one of ``accepted``
+        ``(state, worker, dispatch, absent_ok)`` (``absent_ok``: a dispatch absent from the
+        record matches); True if applied. ``also(pipe, method, state)`` queues more writes in
+        the same transaction."""
         key = f"{PREFIX}job:{jid}"
-        state, worker, dispatch = expected
 
         def tx(pipe):
-            cur = [json.loads(v) if v is not None else None
-                   for v in pipe.hmget(key, ["state", "worker", "dispatch", "method"])]
-            if cur[0] != state or cur[1] != worker or cur[2] not in (None, dispatch):
+            state, worker, dispatch, method = [json.loads(v) if v is not None else None
+                                               for v in pipe.hmget(key, ["state", "worker", "dispatch", "method"])]
+            if not any(state == st and worker == w and (dispatch == d or (ok and dispatch is None))
+                       for st, w, d, ok in accepted):
                 pipe.unwatch()
                 return False
             pipe.multi()
             pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
             if also is not None:
-                also(pipe, cur[3])
+                also(pipe, method, state)
             return True
 
         return self.r.transaction(tx, key, value_from_callable=True)
@@ -552,23 +571,49 @@ class Store(DatasetStoreMixin):
 
     # ----------------------------------------------------------------- results
     def save_result(self, jid, result, affinity=None):
-        """Store the result JSON and, optionally, a sparse affinity (.npz bytes)."""
-        key = f"{PREFIX}job:{jid}"
-        pipe = self.r.pipeline()
-        pipe.set(f"{key}:result", dumps(result))
+        """Store the result JSON and, optionally, a sparse affinity (.npz bytes), while the job runs.
+
+        Returns
+        -------
+        bool
+            False (nothing written) if the job already ended or is gone: a
+            second run of it (its worker taken for lost while it still ran,
+            :mod:`workers.liveness`) finishing after the first must not replace
+            the ended job's keys, which would lose their expiry, nor bring back
+            those of a deleted job.
+        """
+        writes = {"result": dumps(result)}
         if affinity is not None:
             buf = io.BytesIO()
             sp.save_npz(buf, sp.csr_matrix(affinity), compressed=True)
-            pipe.set(f"{key}:affinity", buf.getvalue())
-        pipe.execute()
+            writes["affinity"] = buf.getvalue()
+        return self._save_while_active(jid, writes)
+
+    def _save_while_active(self, jid, writes):
+        """SET ``job:{jid}:{part}`` for each ``part -> bytes`` of ``writes`` (expiring after ``job_ttl``)
+        in one transaction, iff the job is still QUEUED or RUNNING; True if written."""
+        key = f"{PREFIX}job:{jid}"
+
+        def tx(pipe):
+            state = pipe.hget(key, "state")
+            if state is None or json.loads(state) not in ACTIVE:
+                pipe.unwatch()
+                return False
+            pipe.multi()
+            for part, value in writes.items():
+                pipe.set(f"{key}:{part}", value, ex=self.settings.job_ttl)
+            return True
+
+        return self.r.transaction(tx, key, value_from_callable=True)
 
     def get_result(self, jid):
         raw = self.r.get(f"{PREFIX}job:{jid}:result")
         return json.loads(raw) if raw else None
 
     def save_model_state(self, jid, state):
-        """Fitted parameters of an inductive model (JSON), for predict jobs."""
-        self.r.set(f"{PREFIX}job:{jid}:model", dumps(state), ex=self.settings.job_ttl)
+        """Fitted parameters of an inductive model (JSON), for predict jobs; while the job runs
+        (False, nothing written, once it ended: see :meth:`save_result`)."""
+        return self._save_while_active(jid, {"model": dumps(state)})
 
     def get_model_bytes(self, jid):
         """The stored model of a job as JSON bytes, or None (none saved, expired or deleted)."""

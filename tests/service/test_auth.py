@@ -66,3 +66,17 @@ def test_weak_or_mangled_keys_stop_the_process_from_starting(keys, message):
 def test_an_unreadable_keys_file_is_named(tmp_path):
     with pytest.raises(ValueError, match="SHOAL_API_KEYS_FILE"):
         load_keys("", str(tmp_path / "missing"))
+
+
+@pytest.mark.parametrize("keys, file_text", [("", "# the key goes here\n\n"), ("", ""), (" , ", None)])
+def test_keys_asked_for_but_none_given_stop_the_process_instead_of_leaving_the_api_open(
+        store, tmp_path, keys, file_text):
+    """A keys file that is mounted but empty (the secret not filled in) or SHOAL_API_KEYS holding only
+    separators asks for keys and names none: starting without authentication would open every route."""
+    keys_file = ""
+    if file_text is not None:
+        keys_file = tmp_path / "keys"
+        keys_file.write_text(file_text)
+    with pytest.raises(ValueError, match="no API key"):
+        create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_API_KEYS": keys,
+                    "SHOAL_API_KEYS_FILE": str(keys_file)})

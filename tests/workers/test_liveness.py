@@ -49,6 +49,13 @@ def _lose(store, name, seconds_ago):
     store.r.zadd("shoal:workers", {name: liveness.server_time(store.r) - seconds_ago})
 
 
+def _beat(store, name):
+    """:func:`liveness.beat` of worker ``name``, live since its last beat (a new worker's first beat
+    only registers it)."""
+    store.r.zadd("shoal:workers", {name: liveness.server_time(store.r) + store.settings.worker_heartbeat_ttl})
+    return liveness.beat(store, name)
+
+
 def test_a_lost_workers_job_is_queued_again_for_a_new_task_and_its_own_message_dropped(lstore):
     jid = _job(lstore)
     assert lstore.get_job(jid)["dispatch"] == jid  # the first task's id
@@ -56,7 +63,7 @@ def test_a_lost_workers_job_is_queued_again_for_a_new_task_and_its_own_message_d
     assert lstore.r.hget(liveness.running_key("dead:1"), f"job:{jid}") == jid.encode()
     _lose(lstore, "dead:1", 10)
     counted = int(lstore.r.hget("shoal:stats:jobs", "redispatched:e2cp") or 0)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
     rec = lstore.get_job(jid)
     assert rec["state"] == "QUEUED" and rec["attempts"] == 1 and rec["worker"] is None
     assert int(lstore.r.hget("shoal:stats:jobs", "redispatched:e2cp")) == counted + 1  # GET /metrics
@@ -74,7 +81,7 @@ def test_a_worker_is_lost_only_once_its_heartbeat_is_past_the_grace(lstore):
     jid = _job(lstore)
     lstore.start_job(jid, task_id=jid, worker="slow:1")
     _lose(lstore, "slow:1", 1)  # ran out 1 s ago, grace 2 s: a late beat, not a loss
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert lstore.get_job(jid)["state"] == "RUNNING" and _sent(lstore, "long") == []
     assert "slow:1" not in lstore.live_workers() and "alive:2" in lstore.live_workers()
 
@@ -83,8 +90,8 @@ def test_a_lost_worker_is_recovered_by_one_live_worker_only(lstore):
     jid = _job(lstore)
     lstore.start_job(jid, task_id=jid, worker="dead:1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
-    assert liveness.beat(lstore, "alive:3") == []
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:3") == []
     assert len(_sent(lstore, "long")) == 1
 
 
@@ -96,7 +103,7 @@ def test_work_that_moved_on_is_not_dispatched_again(lstore):
     lstore.r.hset(liveness.running_key("dead:1"), f"job:{finished}", finished)  # a stale entry
     lstore.r.hset(f"shoal:job:{elsewhere}", "worker", json.dumps("other:9"))  # started again elsewhere
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert _sent(lstore, "long") == []
     assert lstore.get_job(finished)["state"] == "SUCCEEDED"
     assert lstore.get_job(elsewhere)["state"] == "RUNNING"
@@ -108,7 +115,7 @@ def test_a_job_from_before_dispatch_ids_is_still_recovered(lstore):
     lstore.r.hdel(f"shoal:job:{jid}", "dispatch")  # a record written by older code
     lstore.start_job(jid, task_id="celery-uuid", worker="dead:1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
     assert lstore.get_job(jid)["dispatch"] == _sent(lstore, "long")[0][1]
 
 
@@ -120,7 +127,7 @@ def test_a_lost_workers_session_pass_is_handed_to_a_new_task(lstore, client, blo
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
     counted = int(lstore.r.hget("shoal:stats:sessions", "passes_redispatched") or 0)
-    assert liveness.beat(lstore, "alive:2") == [f"session:{sid}"]
+    assert _beat(lstore, "alive:2") == [f"session:{sid}"]
     assert int(lstore.r.hget("shoal:stats:sessions", "passes_redispatched")) == counted + 1
     [(name, task_id, args)] = _sent(lstore, "short")
     assert name == "shoal.session_update" and args == [sid]
@@ -135,7 +142,7 @@ def test_a_session_whose_slot_moved_on_gets_no_extra_pass(lstore, client, blobs_
     lstore.r.set(ss._key(sid, ":update"), "pass-2")
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-2"
 
 
@@ -158,7 +165,7 @@ def test_a_pass_already_running_again_elsewhere_is_not_doubled(lstore, client, b
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     liveness.track(lstore.r, "alive:2", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == []
+    assert _beat(lstore, "alive:2") == []
     assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-1"
     lstore.r.delete(liveness.running_key("alive:2"))
 
@@ -168,5 +175,231 @@ def test_a_lost_job_whose_cancellation_was_asked_for_ends_cancelled(lstore):
     lstore.start_job(jid, task_id=jid, worker="dead:1")
     assert lstore.request_cancel(jid)["state"] == "RUNNING"  # the flag its worker would have seen
     _lose(lstore, "dead:1", 10)
-    assert liveness.beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
     assert lstore.get_job(jid)["state"] == "CANCELLED" and _sent(lstore, "long") == []
+
+
+def test_a_worker_restarted_under_the_same_host_and_pid_does_not_hide_the_loss(lstore, monkeypatch):
+    """A container restarted after an OOM kill keeps its host name, and its worker is pid 1 again: were
+    names ``host:pid``, the new worker's heartbeat would renew the lost one's, which then never counts
+    as lost, and its job would wait for the broker's visibility timeout (2 h)."""
+    monkeypatch.setenv(liveness.WORKER_NAME_ENV, "")  # restored after the test
+    killed = liveness.new_worker_name()
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker=killed)
+    _lose(lstore, killed, 10)
+    restarted = liveness.new_worker_name()  # same host, same pid
+    assert restarted != killed
+    liveness.beat(lstore, restarted)
+    liveness.beat(lstore, restarted)
+    assert lstore.get_job(jid)["state"] == "QUEUED" and len(_sent(lstore, "long")) == 1
+
+
+def test_a_worker_back_from_a_redis_outage_does_not_take_its_peers_for_lost(lstore):
+    """Redis unreachable for longer than ttl + lost_after stalls every heartbeat at once: the first worker
+    back saw nobody either, and must not re-dispatch the work of peers as alive as itself (every running
+    job would run twice, every session pass beside a second one)."""
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="peer:1")
+    _lose(lstore, "peer:1", 10)
+    _lose(lstore, "back:2", 10)  # its own heartbeat ran out as long ago
+    assert liveness.beat(lstore, "back:2") == []
+    assert lstore.get_job(jid)["state"] == "RUNNING" and _sent(lstore, "long") == []
+    assert liveness.beat(lstore, "peer:1") == []  # the peer is back as well
+    assert liveness.beat(lstore, "back:2") == []
+    _lose(lstore, "peer:1", 10)  # and now it is lost for good: the next beat of a live worker sees it
+    assert liveness.beat(lstore, "back:2") == [f"job:{jid}"]
+
+
+def test_the_lost_task_starting_while_its_job_is_queued_again_does_not_run(lstore):
+    """The lost task's own message (a cold shutdown gives it back at once) may start while a live worker
+    re-dispatches the job: the dispatch it read must still be the record's when it marks the job
+    RUNNING, or the job runs twice (as that task and as the new one)."""
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    raced = []
+
+    class Racing(Store):
+        def _transition(self, *args, **kwargs):
+            if not raced:  # the recovery lands between start_job's read and its write
+                raced.append(lstore.requeue_lost_job(jid, "dead:1", jid, "new-task"))
+            return super()._transition(*args, **kwargs)
+
+    assert Racing(lstore.r, lstore.settings).start_job(jid, task_id=jid, worker="w:3") is None
+    assert raced == [True]
+    rec = lstore.get_job(jid)
+    assert rec["state"] == "QUEUED" and rec["dispatch"] == "new-task" and rec["attempts"] == 1
+    assert lstore.start_job(jid, task_id="new-task", worker="w:4")["attempts"] == 2
+
+
+def test_work_that_could_not_be_re_dispatched_is_tried_again_at_the_next_beat(lstore):
+    """A Redis error while a lost worker's work is re-dispatched (here: a record that cannot be read for a
+    moment) must not leave that work to the broker's visibility timeout: the worker was already taken
+    off the heartbeat set, so no later beat looked at it again."""
+    jid, other = _job(lstore), _job(lstore)
+    for j in (jid, other):
+        lstore.start_job(j, task_id=j, worker="dead:1")
+    key = f"shoal:job:{jid}"
+    progress = lstore.r.hget(key, "progress")
+    lstore.r.hset(key, "progress", b"{")  # unreadable for now
+    _lose(lstore, "dead:1", 10)
+    assert _beat(lstore, "alive:2") == [f"job:{other}"]  # the others are not held back
+    lstore.r.hset(key, "progress", progress)
+    assert _beat(lstore, "alive:3") == [f"job:{jid}"]
+    assert lstore.get_job(jid)["state"] == "QUEUED" and len(_sent(lstore, "long")) == 2
+    assert lstore.r.zscore("shoal:workers", "dead:1") is None
+    assert not lstore.r.exists(liveness.running_key("dead:1"))
+
+
+class _CutOffRedis:
+    """A TCP relay to the test Redis that goes down (drops every connection, refuses new ones) right
+    after relaying the reply to the first request that holds ``trigger``: a real Redis outage at a
+    chosen point, without touching Redis or Celery."""
+
+    def __init__(self, upstream, trigger):
+        import socket
+        import threading
+
+        self.upstream, self.trigger = upstream, trigger
+        self.down, self.armed, self.conns = False, None, []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()
+                continue
+            up = socket.create_connection(self.upstream)
+            self.conns += [client, up]
+            threading.Thread(target=self._pump, args=(client, up, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, client, False), daemon=True).start()
+
+    def _pump(self, src, dst, request):
+        while True:
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if request and self.armed is None and self.trigger in data:
+                    self.armed = dst  # the reply to this transaction comes back from dst
+                dst.sendall(data)
+                if not request and self.armed is src:
+                    self.cut()
+            except OSError:
+                break
+
+    def cut(self):
+        self.down = True
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+    def restore(self):
+        self.down = False
+
+    def close(self):
+        self.cut()
+        self.server.close()
+
+
+def test_a_redis_outage_in_the_middle_of_a_re_dispatch_does_not_strand_the_job(lstore):
+    """Redis goes away right after a job was queued again for a new task and before that task was sent
+    (so neither the send nor undoing the swap can reach it): once Redis is back, a live worker's beat
+    must still send the job a task. It stayed QUEUED for a task never sent, the lost task's own message
+    dropped when restored (its dispatch no longer the record's), and nothing looked at it again."""
+    import time
+
+    import redis
+
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    _lose(lstore, "dead:1", 10)
+    where = lstore.r.connection_pool.connection_kwargs
+    relay = _CutOffRedis((where["host"], where["port"]), b"worker lost: queued again")
+    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
+    try:
+        cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))
+        lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})  # beat before
+        with pytest.raises(Exception):
+            liveness.beat(cut_off, "alive:2")
+        assert relay.down and lstore.get_job(jid)["state"] == "QUEUED" and _sent(lstore, "long") == []
+    finally:
+        relay.close()
+    deadline = time.monotonic() + 10
+    while not _sent(lstore, "long"):
+        assert time.monotonic() < deadline, lstore.get_job(jid)
+        _beat(lstore, "alive:2")
+        time.sleep(0.2)
+    [(_, task_id, args)] = _sent(lstore, "long")
+    assert args == [jid] and lstore.get_job(jid)["dispatch"] == task_id
+
+
+def test_a_redis_outage_in_the_middle_of_a_session_hand_over_does_not_strand_the_pass(
+        lstore, client, blobs_dataset):
+    """As for a job: the slot handed to a new pass, then Redis gone before that pass was sent (and
+    before the slot could be freed again). Once Redis is back a live worker's beat must send a pass
+    holding the slot; the slot stayed with a task never sent until it expired (the hard time limit
+    plus a minute), and a session still INITIALIZING has no answers to queue a pass with."""
+    import time
+
+    import redis
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(lstore)
+    lstore.r.delete(ss._key(sid, ":update"), lstore.settings.queues["short"])
+    assert ss.claim_update(sid, "pass-1")
+    liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
+    _lose(lstore, "dead:1", 10)
+    where = lstore.r.connection_pool.connection_kwargs
+    relay = _CutOffRedis((where["host"], where["port"]), b"hand_over")
+    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
+    try:
+        cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))
+        lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})  # beat before
+        with pytest.raises(Exception):
+            liveness.beat(cut_off, "alive:2")
+        assert relay.down and _sent(lstore, "short") == []
+    finally:
+        relay.close()
+    deadline = time.monotonic() + 10
+    while not _sent(lstore, "short"):
+        assert time.monotonic() < deadline, lstore.r.get(ss._key(sid, ":update"))
+        _beat(lstore, "alive:2")
+        time.sleep(0.2)
+    [(name, task_id, args)] = _sent(lstore, "short")
+    assert name == "shoal.session_update" and args == [sid]
+    assert lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
+
+
+def test_the_late_one_of_two_runs_leaves_no_result_behind(lstore):
+    """A worker taken for lost while it still ran, and the worker its job went to, both run the job: the
+    first to finish ends it, and the other one's result, affinity and model, written after, replaced
+    the ended job's keys without their expiry (kept for ever, under noeviction until Redis is full),
+    or came back as orphans once the job was deleted."""
+    import scipy.sparse as sp
+
+    jid = _job(lstore)
+    key = f"shoal:job:{jid}"
+    lstore.start_job(jid, task_id=jid, worker="w:1")
+    lstore.save_result(jid, {"labels": [0, 0, 1]}, sp.identity(3))
+    lstore.save_model_state(jid, {"w": 1})
+    assert lstore.finish_job(jid, "SUCCEEDED")
+    lstore.save_result(jid, {"labels": [1, 1, 0]}, sp.identity(3))  # the other run, finishing later
+    lstore.save_model_state(jid, {"w": 2})
+    assert lstore.get_result(jid) == {"labels": [0, 0, 1]} and lstore.get_model_state(jid) == {"w": 1}
+    assert all(lstore.r.ttl(f"{key}:{part}") > 0 for part in ("result", "affinity", "model"))
+    assert lstore.delete_job(jid) == "deleted"
+    lstore.save_result(jid, {"labels": [1, 1, 0]}, sp.identity(3))
+    lstore.save_model_state(jid, {"w": 2})
+    assert not any(lstore.r.exists(f"{key}:{part}") for part in ("result", "affinity", "model"))

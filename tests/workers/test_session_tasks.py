@@ -187,3 +187,33 @@ def test_a_pass_takes_the_slot_as_older_code_left_it(client, store, blobs_datase
     store.r.set(ss._key(sid, ":update"), b"running", ex=3600)
     assert ss.claim_update(sid, "task-1")
     assert not ss.claim_update(sid, "task-2")  # a slot held by a task id stays that task's
+
+
+def test_a_pass_whose_slot_was_handed_over_writes_nothing(client, store, blobs_dataset):
+    """A worker whose heartbeat stalled (its host cut off from Redis for a while, or paused) is taken
+    for lost and its pass's slot handed to a new pass (workers.liveness), yet its own pass may still
+    come to its end: it must not commit beside the new one (its questions counted twice, the pool and
+    the model written by two passes)."""
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    session_tasks.update_once(store, ss, sid)
+    y = blobs_dataset[2]
+    for q in ss.lease(sid, 5, "w"):
+        a, b = q["items"]
+        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                         q["question_id"], 0)
+    store.r.set(ss._key(sid, ":update"), "pass-1")
+    before = ss.get(sid)
+    assert ss.hand_over_update(sid, "pass-1", "pass-2")  # what recover_worker does
+    session_tasks._run_pass(store, ss, sid, "pass-1")  # the stalled worker's pass goes on
+    rec = ss.get(sid)
+    assert rec["counters"] == before["counters"] and rec["observed_revision"] == before["observed_revision"]
+    assert store.r.get(ss._key(sid, ":update")) == b"pass-2"
+    session_tasks._run_pass(store, ss, sid, "pass-2")
+    rec = ss.get(sid)
+    assert rec["counters"]["questions_closed"] == 5 and rec["observed_revision"] == rec["revision"], rec
+    assert not store.r.exists(ss._key(sid, ":update"))
