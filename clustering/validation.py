@@ -23,6 +23,7 @@ from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
     "ACTIVE_MIN_SAMPLES",
+    "CCSKL_SELECT_MAX_SAMPLES",
     "COP_RF_AUTO_MAX_SAMPLES",
     "DENSE_AFFINITY_LIMIT",
     "E2CP_MAX_PROPAGATION",
@@ -62,6 +63,11 @@ E2CP_MAX_PROPAGATION = 80_000_000
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
 # at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.
 COP_RF_AUTO_MAX_SAMPLES = 20000
+# CCSKL's sigma="select" builds the graph and eigenvectors for 9 widths and fits 5 folds on each
+# (k-means with n_init restarts every time): 27 s and 0.6 GiB at 5000 rows (one fit at sigma = r:
+# 2.3 s), not finished in 900 s at 10000 (still in the eigenvectors of its first, narrowest width,
+# 0.1 r, after 898 s) nor in 1200 s at 20000; sigma="auto" or a number has no such limit.
+CCSKL_SELECT_MAX_SAMPLES = 5000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
 ACTIVE_MIN_SAMPLES = 3

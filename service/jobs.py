@@ -8,7 +8,12 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
-from clustering.validation import DENSE_AFFINITY_LIMIT, RCA_MAX_FEATURES, check_n_clusters
+from clustering.validation import (
+    CCSKL_SELECT_MAX_SAMPLES,
+    DENSE_AFFINITY_LIMIT,
+    RCA_MAX_FEATURES,
+    check_n_clusters,
+)
 from schemas.jobs import (
     AffinityArgsSchema,
     JobCreateSchema,
@@ -64,6 +69,9 @@ def _option_limits(method, params):
               for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v]
     if params.get("rca_components") is not None:
         limits.append(("rca_components", "solves a dense d x d eigenproblem", "columns", RCA_MAX_FEATURES))
+    if method == "ccskl" and params.get("sigma") == "select":
+        limits.append(("sigma", "fits 9 widths x 5 folds (slower than a job may run on more rows)", "rows",
+                       CCSKL_SELECT_MAX_SAMPLES))
     return limits
 
 

@@ -65,3 +65,11 @@ def test_propagation_limit_on_the_wire_is_the_estimators_limit():
 
     assert WIRE["e2cp"]["max_propagation"] == E2CP_MAX_PROPAGATION
     assert {k for k, m in WIRE.items() if m.get("max_propagation") is not None} == {"e2cp"}
+
+
+def test_ccskl_sigma_select_limit_in_the_catalogue_is_the_estimators_limit():
+    """GET /v1/methods quotes sigma="select"'s row limit in the parameter's description."""
+    from clustering.validation import CCSKL_SELECT_MAX_SAMPLES
+
+    doc = WIRE["ccskl"]["params"]().fields["sigma"].metadata["description"]
+    assert f"most {CCSKL_SELECT_MAX_SAMPLES} rows" in doc and "dataset_too_large_for_option" in doc

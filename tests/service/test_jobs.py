@@ -310,6 +310,21 @@ def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, 
     assert submit(client, did, method="cop_rf").status_code == 202  # the default options are fine
 
 
+def test_ccskl_sigma_select_on_a_dataset_above_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
+    """sigma="select" (9 widths x 5 folds) stops at CCSKL_SELECT_MAX_SAMPLES rows; the other widths do not."""
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    assert submit(client, did, method="ccskl", params={"sigma": "select"}).status_code == 202
+    monkeypatch.setattr(service.jobs, "CCSKL_SELECT_MAX_SAMPLES", len(X) - 1)
+    r = submit(client, did, method="ccskl", params={"sigma": "select"})
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert r.json["code"] == "dataset_too_large_for_option" and list(r.json["errors"]) == ["/params/sigma"]
+    assert str(len(X)) in r.json["detail"] and "9 widths" in r.json["detail"], r.json
+    for params in ({}, {"sigma": "auto"}, {"sigma": 1.0}):
+        assert submit(client, did, method="ccskl", params=params).status_code == 202
+
+
 def test_a_preset_too_large_for_the_dataset_points_at_the_preset(client, blobs_dataset, monkeypatch):
     import service.jobs
 
