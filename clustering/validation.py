@@ -18,6 +18,7 @@ from collections import deque
 import numpy as np
 from scipy import sparse
 from scipy.cluster.hierarchy import DisjointSet
+from scipy.sparse.csgraph import connected_components
 
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
@@ -30,6 +31,7 @@ __all__ = [
     "E2CP_MAX_SAMPLES",
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
+    "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS",
     "check_data",
     "check_hierarchy",
     "check_n_clusters",
@@ -38,6 +40,7 @@ __all__ = [
     "check_urasc_n_clusters",
     "check_values",
     "check_weights",
+    "closure_size",
     "count_hierarchy_constraints",
     "find_pairwise_conflicts",
     "hierarchy_constraints",
@@ -68,6 +71,12 @@ COP_RF_AUTO_MAX_SAMPLES = 20000
 # 2.3 s), not finished in 900 s at 10000 (still in the eigenvectors of its first, narrowest width,
 # 0.1 r, after 898 s) nor in 1200 s at 20000; sigma="auto" or a number has no such limit.
 CCSKL_SELECT_MAX_SAMPLES = 5000
+# SpectralLearning's closure=True lists every pair inside a must-link component and between two
+# components a cannot-link joins, and overwrites each in the affinity: about 110 bytes a pair at the
+# peak, whatever the rows (must-link groups plus 300 pairs: 1.6e7 pairs 2.0 GiB / 25 s at 20000 rows,
+# 2.1e7 pairs 2.4 GiB / 52 s at 100000, 3.8e7 pairs 4.1 GiB at 20000; 50 groups of 2000 rows at
+# 100000, about 1e9 pairs, ran out of an 8 GB address space). 2.5e7 peaks near 3 GiB.
+SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 25_000_000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
 ACTIVE_MIN_SAMPLES = 3
@@ -445,6 +454,36 @@ def _must_link_chain(adjacency, start, goal):
     while parent[chain[-1]] is not None:
         chain.append(parent[chain[-1]])
     return chain[::-1]
+
+
+def closure_size(must_link, cannot_link, n_samples):
+    """How many pairs ``clustering._constraints.transitive_closure`` returns, from the component sizes alone.
+
+    Counted without listing them, so the service can refuse a closure too large to build.
+
+    Parameters
+    ----------
+    must_link, cannot_link : array-like of shape (m, 2), int
+    n_samples : int
+
+    Returns
+    -------
+    n_must_link : int
+        ``sum s (s - 1) / 2`` over the must-link components of size s.
+    n_cannot_link : int
+        ``s_a s_b`` summed over the distinct pairs of different components a cannot-link joins.
+    """
+    ml = np.asarray(must_link if must_link is not None else [], dtype=np.int64).reshape(-1, 2)
+    graph = sparse.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n_samples, n_samples))
+    _, comp = connected_components(graph, directed=False)
+    sizes = np.bincount(comp).astype(np.int64)
+    n_ml = int(np.sum(sizes * (sizes - 1) // 2))
+    cl = np.asarray(cannot_link if cannot_link is not None else [], dtype=np.int64).reshape(-1, 2)
+    a, b = comp[cl[:, 0]], comp[cl[:, 1]]
+    apart = a != b
+    key = np.unique(np.minimum(a, b)[apart] * len(sizes) + np.maximum(a, b)[apart])
+    n_cl = int(np.sum(sizes[key // len(sizes)] * sizes[key % len(sizes)]))
+    return n_ml, n_cl
 
 
 def find_pairwise_conflicts(must_link, cannot_link, n_samples, *, max_conflicts=100):

@@ -161,6 +161,8 @@ METHODS = {
         "hard_constraints": False,
         "outputs": ["labels", "affinity"],
         "reference": "Kamvar, Klein, Manning. Spectral learning. IJCAI 2003.",
+        # clustering.validation.SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS (a test compares them)
+        "max_closure_pairs": 25_000_000,
     },
     "e2cp": {
         "title": "Exhaustive and efficient constraint propagation (Lu, Ip 2010)",
@@ -296,6 +298,11 @@ class MethodDocSchema(Schema):
         "description": "most rows x distinct rows named in must_link / cannot_link (e2cp: its two n x c "
                        "propagation factors; more is a 422 constraints_too_large_for_method at /constraints); "
                        "null: no such limit"})
+    max_closure_pairs = fields.Integer(allow_none=True, metadata={
+        "description": "with closure=true: most pairs the transitive closure may overwrite (every pair inside a "
+                       "must-link group, s (s - 1) / 2 for a group of s rows, plus s_a x s_b for every two "
+                       "groups a cannot-link joins); more is a 422 constraints_too_large_for_option at "
+                       "/params/closure; null: no such limit"})
     max_samples_reason = fields.String(allow_none=True, metadata={
         "description": "why, with the measurements, and what to use instead on more rows"})
     title = fields.String()

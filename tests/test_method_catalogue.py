@@ -73,3 +73,10 @@ def test_ccskl_sigma_select_limit_in_the_catalogue_is_the_estimators_limit():
 
     doc = WIRE["ccskl"]["params"]().fields["sigma"].metadata["description"]
     assert f"most {CCSKL_SELECT_MAX_SAMPLES} rows" in doc and "dataset_too_large_for_option" in doc
+
+
+def test_closure_limit_on_the_wire_is_the_estimators_limit():
+    from clustering.validation import SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS
+
+    assert WIRE["spectral_learning"]["max_closure_pairs"] == SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS
+    assert {k for k, m in WIRE.items() if m.get("max_closure_pairs") is not None} == {"spectral_learning"}

@@ -375,6 +375,10 @@ def test_catalogue_shows_each_method_row_limit(client):
     for k in ("e2cp", "cop_rf"):
         assert "GiB" in methods[k]["max_samples_reason"]  # says why, and what to use instead
     assert all(m["max_samples_reason"] is None for k, m in methods.items() if limits[k] is None)
+    from clustering.validation import SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS
+
+    closure = {k: m["max_closure_pairs"] for k, m in methods.items()}
+    assert closure == {k: None for k in methods} | {"spectral_learning": SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS}
 
 
 @pytest.mark.parametrize("method", ["e2cp", "cop_rf"])
@@ -415,6 +419,28 @@ def test_e2cp_constraints_naming_too_many_rows_are_refused_at_submission(store):
     assert over.json["n_constrained_samples"] == c + 2 - c % 2 and over.json["max_propagation"] == limit
     assert f"at most {c} distinct rows" in over.json["errors"]["/constraints"][0]
     assert client.post("/v1/jobs", json={**body, "constraints": {"must_link": ok}}).status_code == 202
+
+
+def test_spectral_learning_closure_over_its_limit_is_refused_at_submission(client, blobs_dataset, monkeypatch):
+    """closure=true overwrites every pair inside a must-link group and between cannot-linked groups:
+    above max_closure_pairs (GET /v1/methods) a 422 at /params/closure before the job is queued;
+    at the limit, or with closure=false, the same constraints are accepted."""
+    from schemas.methods import METHODS
+
+    did, _, _ = blobs_dataset
+    # groups 0..9 and 20..29 by chained must-links (45 pairs each), one cannot-link between them (100)
+    ml = [[i, i + 1] for i in range(9)] + [[i, i + 1] for i in range(20, 29)]
+    constraints = {"must_link": ml, "cannot_link": [[0, 25]]}
+    body = {"method": "spectral_learning", "constraints": constraints}
+    monkeypatch.setitem(METHODS["spectral_learning"], "max_closure_pairs", 189)
+    r = submit(client, did, params={"closure": True}, **body)
+    assert r.status_code == 422 and r.mimetype == PROBLEM, r.json
+    assert r.json["code"] == "constraints_too_large_for_option" and list(r.json["errors"]) == ["/params/closure"]
+    assert r.json["n_closure_pairs"] == 190 and r.json["max_closure_pairs"] == 189
+    assert "closure=false" in r.json["detail"]
+    assert submit(client, did, params={"closure": False}, **body).status_code == 202
+    monkeypatch.setitem(METHODS["spectral_learning"], "max_closure_pairs", 190)
+    assert submit(client, did, params={"closure": True}, **body).status_code == 202
 
 
 def test_the_row_limit_comes_before_a_preset_option_limit(store):
