@@ -3,8 +3,10 @@
 Each probe runs in a child process under an address-space limit (``prlimit --as``) and a
 time limit, with one BLAS thread as the workers run. The data are ``make_blobs`` (d = 10,
 K = 10 by default, z-scored as ``scale: zscore`` does) with 300 constraints of the method's kind
-drawn from the ground truth (3000 for ``e2cp_3000_pairs``); the estimator gets the catalogue's defaults (``schemas.methods``),
-or a preset's parameters, as ``workers.registry.build`` gives them (bench does not import
+drawn from the ground truth (3000 for ``e2cp_3000_pairs``; the ``*_closure_GxS`` probes add G
+must-link groups of S rows each, chained); the estimator gets the catalogue's defaults (``schemas.methods``),
+a preset's parameters, or the probe's own options (``ccskl_sigma_select``, ``cop_rf_5000_trees``, ...),
+as ``workers.registry.build`` gives them (bench does not import
 ``workers``: the same construction is repeated here). Sessions (``urasc`` pairwise,
 ``uncertainty`` triplet) run their first pass: ``fit`` and ``suggest_queries(pool_size)``.
 Jobs with a learned matrix also do what the worker does before saving it: the top 100 entries per
@@ -53,13 +55,13 @@ PROBES = {
     "spectral_learning_closure_20x1000": ("job", "spectral_learning", {"closure": True}),
     "spectral_learning_closure_50x200": ("job", "spectral_learning", {"closure": True}),
     "spectral_learning_closure_50x2000": ("job", "spectral_learning", {"closure": True}),
-    "ccskl_closure_10x2000": ("job", "ccskl", {"closure": True}),
     # must-link groups only (no cannot-links): 1.99e6 derived pairs, just under CCSKL's closure cap
     "ccskl_closure_10x632_ml": ("job", "ccskl", {"closure": True}, 0),
     "cop_kmeans": ("job", "cop_kmeans", None),
     "cop_rf": ("job", "cop_rf", None),
     "cop_rf_rca_filtered": ("job", "cop_rf", "rca_filtered"),
     "cop_rf_5000_trees": ("job", "cop_rf", {"n_estimators": 5000}),  # the most the wire allows
+    "cop_rf_1250_trees": ("job", "cop_rf", {"n_estimators": 1250}),  # the most COP_RF_MAX_TREE_ROWS allows at 20000
     "ccskl": ("job", "ccskl", None),
     "ccskl_sigma_select": ("job", "ccskl", {"sigma": "select"}),
     "dcrc": ("job", "dcrc", None),
@@ -155,6 +157,7 @@ def _lift_row_limits():
     from clustering.baselines import _e2cp, _spectral_learning
 
     _cop_rf.COP_RF_AUTO_MAX_SAMPLES = _e2cp.E2CP_MAX_SAMPLES = _ccskl.CCSKL_SELECT_MAX_SAMPLES = 10**9
+    _cop_rf.COP_RF_MAX_TREE_ROWS = 10**18
     _spectral_learning.SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 10**18
 
 

@@ -26,6 +26,7 @@ __all__ = [
     "ACTIVE_MIN_SAMPLES",
     "CCSKL_SELECT_MAX_SAMPLES",
     "COP_RF_AUTO_MAX_SAMPLES",
+    "COP_RF_MAX_TREE_ROWS",
     "DENSE_AFFINITY_LIMIT",
     "E2CP_MAX_PROPAGATION",
     "E2CP_MAX_SAMPLES",
@@ -66,6 +67,13 @@ E2CP_MAX_PROPAGATION = 80_000_000
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
 # at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.
 COP_RF_AUTO_MAX_SAMPLES = 20000
+# COP-RF also holds every tree's leaf of every sample (the trees' outputs, the leaf matrix and its
+# non-degenerate rows while its kNN graph is built), about 45 bytes per sample and tree beside that
+# graph: 5000 trees on 5000 samples peaked at 1.5 GiB (337 s; 1000 trees: 0.6 GiB, 51 s). At 20000
+# samples 1000 trees peaked at 3.4 GiB, so 5000 trees (the most the wire allows) would need about
+# 6.9 GiB there; that probe had reached 1.5 GiB three quarters into growing the forest (1046 s) and
+# timed out at 1200 s. Samples x trees at most this: 5000 trees up to 5000 samples, 1250 at 20000.
+COP_RF_MAX_TREE_ROWS = 25_000_000
 # CCSKL's sigma="select" builds the graph and eigenvectors for 9 widths and fits 5 folds on each
 # (k-means with n_init restarts every time): 27 s and 0.6 GiB at 5000 rows (one fit at sigma = r:
 # 2.3 s), not finished in 900 s at 10000 (still in the eigenvectors of its first, narrowest width,

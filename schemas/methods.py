@@ -69,7 +69,10 @@ class COPKMeansParams(_Params):
 
 
 class COPRFParams(_Params):
-    n_estimators = _int(1, 5000, 1000, metadata={"description": "number of trees T"})
+    n_estimators = _int(1, 5000, 1000, metadata={
+        "description": "number of trees T; rows x T at most 25000000 (every tree's leaf of every row is kept, "
+                       "about 45 bytes each), more is a 422 dataset_too_large_for_option: at most 1250 trees "
+                       "on 20000 rows, 5000 on 5000"})
     cannot_link_policy = one_of("relaxed", ["relaxed", "literal", "strict", "separate"],
             "relaxed (default, the spec's rule), literal/strict (the paper's Algorithm 1), or separate (relaxed, "
             "and pure real-only nodes holding cannot-links are cut too; better on ionosphere, wdbc, segment)")

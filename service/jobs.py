@@ -10,6 +10,7 @@ from marshmallow import ValidationError
 from clustering.exceptions import InvalidInputError
 from clustering.validation import (
     CCSKL_SELECT_MAX_SAMPLES,
+    COP_RF_MAX_TREE_ROWS,
     DENSE_AFFINITY_LIMIT,
     RCA_MAX_FEATURES,
     check_n_clusters,
@@ -70,6 +71,10 @@ def _option_limits(method, params):
               for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v]
     if params.get("rca_components") is not None:
         limits.append(("rca_components", "solves a dense d x d eigenproblem", "columns", RCA_MAX_FEATURES))
+    if method == "cop_rf":
+        trees = params["n_estimators"]
+        limits.append(("n_estimators", f"keeps every tree's leaf of every row (rows x trees at most "
+                                       f"{COP_RF_MAX_TREE_ROWS})", "rows", COP_RF_MAX_TREE_ROWS // trees))
     if method == "ccskl" and params.get("sigma") == "select":
         limits.append(("sigma", "fits 9 widths x 5 folds (slower than a job may run on more rows)", "rows",
                        CCSKL_SELECT_MAX_SAMPLES))

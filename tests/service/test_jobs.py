@@ -310,6 +310,19 @@ def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, 
     assert submit(client, did, method="cop_rf").status_code == 202  # the default options are fine
 
 
+def test_cop_rf_with_more_trees_than_the_rows_allow_is_a_422(client, blobs_dataset, monkeypatch):
+    """rows x n_estimators stops at COP_RF_MAX_TREE_ROWS (every tree's leaf of every row is kept)."""
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    monkeypatch.setattr(service.jobs, "COP_RF_MAX_TREE_ROWS", len(X) * 10 - 1)
+    r = submit(client, did, method="cop_rf", params={"n_estimators": 10})
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert r.json["code"] == "dataset_too_large_for_option" and list(r.json["errors"]) == ["/params/n_estimators"]
+    assert f"at most {len(X) - 1} rows" in r.json["errors"]["/params/n_estimators"][0] and str(len(X)) in r.json["detail"]
+    assert submit(client, did, method="cop_rf", params={"n_estimators": 9}).status_code == 202
+
+
 def test_ccskl_sigma_select_on_a_dataset_above_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
     """sigma="select" (9 widths x 5 folds) stops at CCSKL_SELECT_MAX_SAMPLES rows; the other widths do not."""
     import service.jobs
