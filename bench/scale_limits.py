@@ -3,14 +3,17 @@
 Each probe runs in a child process under an address-space limit (``prlimit --as``) and a
 time limit, with one BLAS thread as the workers run. The data are ``make_blobs`` (d = 10,
 K = 10 by default, z-scored as ``scale: zscore`` does) with 300 constraints of the method's kind
-drawn from the ground truth (3000 for ``e2cp_3000_pairs``); the estimator gets the catalogue's defaults (``schemas.methods``),
-or a preset's parameters, as ``workers.registry.build`` gives them (bench does not import
+drawn from the ground truth (3000 for ``e2cp_3000_pairs``; the ``*_closure_GxS`` probes add G
+must-link groups of S rows each, chained); the estimator gets the catalogue's defaults (``schemas.methods``),
+a preset's parameters, or the probe's own options (``ccskl_sigma_select``, ``cop_rf_5000_trees``, ...),
+as ``workers.registry.build`` gives them (bench does not import
 ``workers``: the same construction is repeated here). Sessions (``urasc`` pairwise,
 ``uncertainty`` triplet) run their first pass: ``fit`` and ``suggest_queries(pool_size)``.
 Jobs with a learned matrix also do what the worker does before saving it: the top 100 entries per
 row of a matrix over 2000 rows, or of ``E E^T`` from CCSKL's factor, in blocks of 1024 rows.
 
-The probes lift the row limits that ``E2CP.fit`` and ``COPRF.fit`` enforce
+The probes lift the limits that ``E2CP.fit``, ``COPRF.fit``, ``CCSKL.fit`` (``sigma="select"``) and
+``SpectralLearning.fit`` (``closure=True``) enforce
 (``clustering.validation``): they measure what those limits are set from.
 Peak memory is the child's maximum resident set size (``ru_maxrss``); ``base_mib`` is the same
 for a child that only imports and makes the data, so ``peak - base`` is what the method adds.
@@ -43,16 +46,33 @@ PROBES = {
     # about 2000, the most max_propagation allows there (n x c <= 8e7)
     "e2cp_1560_pairs": ("job", "e2cp", None, 1560),
     "e2cp_1000_pairs": ("job", "e2cp", None, 1000),
+    # closure=true (spectral_learning, ccskl) with G must-link groups of g rows each (GROUPS): the
+    # 300 ground-truth pairs plus g - 1 chained must-links per group, rows of one true cluster
+    "spectral_learning_closure_10x200": ("job", "spectral_learning", {"closure": True}),
+    "spectral_learning_closure_10x500": ("job", "spectral_learning", {"closure": True}),
+    "spectral_learning_closure_10x750": ("job", "spectral_learning", {"closure": True}),
+    "spectral_learning_closure_10x1000": ("job", "spectral_learning", {"closure": True}),
+    "spectral_learning_closure_20x1000": ("job", "spectral_learning", {"closure": True}),
+    "spectral_learning_closure_50x200": ("job", "spectral_learning", {"closure": True}),
+    "spectral_learning_closure_50x2000": ("job", "spectral_learning", {"closure": True}),
+    # must-link groups only (no cannot-links): 1.99e6 derived pairs, just under CCSKL's closure cap
+    "ccskl_closure_10x632_ml": ("job", "ccskl", {"closure": True}, 0),
     "cop_kmeans": ("job", "cop_kmeans", None),
     "cop_rf": ("job", "cop_rf", None),
     "cop_rf_rca_filtered": ("job", "cop_rf", "rca_filtered"),
+    "cop_rf_5000_trees": ("job", "cop_rf", {"n_estimators": 5000}),  # the most the wire allows
+    "cop_rf_1250_trees": ("job", "cop_rf", {"n_estimators": 1250}),  # the most COP_RF_MAX_TREE_ROWS allows at 20000
     "ccskl": ("job", "ccskl", None),
+    "ccskl_sigma_select": ("job", "ccskl", {"sigma": "select"}),
     "dcrc": ("job", "dcrc", None),
     "recon": ("job", "recon", None),
     "session_urasc": ("session", "pairwise", None),
     "session_triplet": ("session", "triplet", None),
 }
 N_CONSTRAINTS = 300
+# probe: (groups, rows per group) of chained must-links added to its constraints
+GROUPS = {name: tuple(int(v) for v in name.split("closure_")[1].split("_")[0].split("x"))
+          for name in PROBES if "_closure_" in name}
 TOP_K, FULL_LIMIT, BLOCK = 100, 2000, 1024  # workers.tasks: STORED_TOP_K, FULL_AFFINITY_LIMIT, top_k_rows' block
 
 
@@ -72,6 +92,26 @@ def _pairwise(y, m, rng):
     pairs = pairs[pairs[:, 0] != pairs[:, 1]][:m]
     kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1).astype(np.int8)
     return {"pairs": pairs.astype(np.int64), "pair_kind": kind, "pair_weight": np.ones(len(pairs))}
+
+
+def _groups(y, n_groups, size, fit):
+    """Chained must-links over ``n_groups`` disjoint groups of ``size`` rows of one true cluster each
+    (group i from cluster i mod K), appended to the pairwise constraints ``fit``."""
+    import numpy as np
+
+    members = {c: list(np.flatnonzero(y == c)) for c in np.unique(y)}
+    chains = []
+    for i in range(n_groups):
+        pool = members[i % len(members)]
+        if len(pool) < size:
+            raise ValueError(f"{n_groups} groups of {size} rows do not fit in {len(y)} rows")
+        rows, members[i % len(members)] = pool[:size], pool[size:]
+        chains.append(np.stack([rows[:-1], rows[1:]], axis=1))
+    ml = np.concatenate(chains).astype(np.int64)
+    out = {"pairs": np.concatenate([fit["pairs"], ml]),
+           "pair_kind": np.concatenate([fit["pair_kind"], np.ones(len(ml), np.int8)]),
+           "pair_weight": np.ones(len(fit["pairs"]) + len(ml))}
+    return out
 
 
 def _triplets(y, m, rng):
@@ -113,10 +153,12 @@ def _save_step(method, est, n):
 
 def _lift_row_limits():
     """The probes measure past the row limits that ``fit`` enforces (they are what the probes find)."""
-    from clustering import _cop_rf
-    from clustering.baselines import _e2cp
+    from clustering import _ccskl, _cop_rf
+    from clustering.baselines import _e2cp, _spectral_learning
 
-    _cop_rf.COP_RF_AUTO_MAX_SAMPLES = _e2cp.E2CP_MAX_SAMPLES = 10**9
+    _cop_rf.COP_RF_AUTO_MAX_SAMPLES = _e2cp.E2CP_MAX_SAMPLES = _ccskl.CCSKL_SELECT_MAX_SAMPLES = 10**9
+    _cop_rf.COP_RF_MAX_TREE_ROWS = 10**18
+    _spectral_learning.SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 10**18
 
 
 def child(name, n, d, k, base_only):
@@ -146,15 +188,31 @@ def child(name, n, d, k, base_only):
         kw = {"n_clusters": k} if "n_clusters" in names else {}
         if "random_state" in names:
             kw["random_state"] = 0
+        if "callback" in names:  # stages reached, on stderr: a probe past its timeout reports its last one
+            kw["callback"] = lambda stage, frac: print(json.dumps({"stage": stage, "fraction": round(frac, 3),
+                                                                   "at_s": round(time.perf_counter() - t0, 1)}),
+                                                       file=sys.stderr, flush=True)
         est = cls(**params, **kw)
         fit = {}
         if "pairwise" in spec["constraints"]:
             fit = _pairwise(y, n_constraints, rng)
+            if name in GROUPS:
+                fit = _groups(y, *GROUPS[name], fit)
         elif "triplets" in spec["constraints"]:
             fit = _triplets(y, n_constraints, rng)
-        est.fit(X, **fit)
+        import warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            est.fit(X, **fit)
         fit_s = time.perf_counter() - t0
         _save_step(what, est, n)
+        extra = {"warnings": sorted({str(w.message)[:120] for w in caught})[:3]} if caught else {}
+        closure = getattr(est, "diagnostics_", {}).get("closure")
+        if closure is not None:
+            extra["closure"] = closure
+        if "n_must_link" in getattr(est, "diagnostics_", {}):
+            extra["pairs_overwritten"] = est.diagnostics_["n_must_link"] + est.diagnostics_["n_cannot_link"]
     else:
         triplet = what == "triplet"
         params = (TripletParamsSchema if triplet else URASCParamsSchema)().load({})
@@ -163,7 +221,8 @@ def child(name, n, d, k, base_only):
                   **params).fit(X)
         fit_s = time.perf_counter() - t0
         est.suggest_queries(20)
-    return {"seconds": round(time.perf_counter() - t0, 2), "fit_seconds": round(fit_s, 2)}
+        extra = {}
+    return {"seconds": round(time.perf_counter() - t0, 2), "fit_seconds": round(fit_s, 2), **extra}
 
 
 def run_child(args):
@@ -191,7 +250,9 @@ def probe(name, n, args, base=False):
     if lines:
         return json.loads(lines[-1])
     if proc.returncode == 124:
-        return {"ok": False, "error": f"timeout after {args.timeout} s", "seconds": round(wall, 1)}
+        stages = [ln for ln in proc.stderr.splitlines() if ln.startswith('{"stage"')]
+        last = {"last_stage": json.loads(stages[-1])} if stages else {}
+        return {"ok": False, "error": f"timeout after {args.timeout} s", "seconds": round(wall, 1), **last}
     return {"ok": False, "error": f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}", "seconds": round(wall, 1)}
 
 

@@ -41,7 +41,7 @@ from ._graph import (
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import check_data, check_n_clusters
+from .validation import CCSKL_SELECT_MAX_SAMPLES, check_data, check_n_clusters
 
 __all__ = ["CCSKL"]
 
@@ -85,9 +85,12 @@ class CCSKL(ClusterMixin, BaseEstimator):
         the paper's 9 candidates {0.1r, ..., r, ..., 10r} by held-out
         constraint satisfaction (5-fold over the constraints, spec §5; about
         9x the cost of one fit; the folds use the same ``weighting``).
-        Ignored with ``affinity="precomputed"``. Not for large n: on
-        ``letter`` (20000 rows) "select" did not finish in 600 s, while one
-        fit at sigma = r takes about 6 s.
+        Ignored with ``affinity="precomputed"``. Refused (``InvalidInputError``
+        on ``sigma``) above ``CCSKL_SELECT_MAX_SAMPLES`` samples
+        (``clustering.validation``): 27 s at 5000 rows of ``make_blobs``
+        (2.3 s at sigma = r), not finished in 900 s at 10000 nor in 1200 s at
+        20000 (``bench/scale_limits.py``); on ``letter`` (20000 rows) it did
+        not finish in 600 s, while one fit at sigma = r takes about 6 s.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
         (dense or sparse); its diagonal is ignored.
@@ -476,7 +479,8 @@ class CCSKL(ClusterMixin, BaseEstimator):
         ------
         InvalidInputError
             Invalid parameters, data or constraints (indices out of range,
-            self-pairs, unknown kinds, weights outside (0, 1]).
+            self-pairs, unknown kinds, weights outside (0, 1]), or
+            ``sigma="select"`` on more than ``CCSKL_SELECT_MAX_SAMPLES`` samples.
         """
         t_start = time.perf_counter()
         validate_params(self, self._parameter_constraints)
@@ -497,6 +501,13 @@ class CCSKL(ClusterMixin, BaseEstimator):
             n = X.shape[0]
             self.n_features_in_ = X.shape[1]
         K = check_n_clusters(self.n_clusters, n)
+        if self.sigma == "select" and self.affinity != "precomputed" and n > CCSKL_SELECT_MAX_SAMPLES:
+            raise InvalidInputError(
+                f"sigma='select' fits 9 widths x 5 folds and is limited to {CCSKL_SELECT_MAX_SAMPLES} samples "
+                f"(got {n}): past it the narrow widths' graphs take longer than a job may run; give "
+                "sigma='auto' or a number",
+                field="sigma",
+            )
         pc = check_pairwise(pairs, pair_kind, pair_weight, n)
         m = int(min(max(self.n_components, K), n - 1))
         diag["n_components"] = m

@@ -32,7 +32,13 @@ from ._rca import check_n_features as check_rca_features
 from ._rca import rca_components
 from ._spectral import kmeans_labels, njw_embedding
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import COP_RF_AUTO_MAX_SAMPLES, DENSE_AFFINITY_LIMIT, check_data, check_n_clusters
+from .validation import (
+    COP_RF_AUTO_MAX_SAMPLES,
+    COP_RF_MAX_TREE_ROWS,
+    DENSE_AFFINITY_LIMIT,
+    check_data,
+    check_n_clusters,
+)
 
 __all__ = ["COPRF"]
 
@@ -51,7 +57,9 @@ class COPRF(ClusterMixin, BaseEstimator):
     n_clusters : int, default=2
         K for the spectral step, ``2 <= K <= n_samples``.
     n_estimators : int, default=1000
-        Number of COP-trees T (paper T_c), in [1, 65535].
+        Number of COP-trees T (paper T_c), in [1, 65535]; samples x T at
+        most ``COP_RF_MAX_TREE_ROWS`` (``clustering.validation``: every
+        tree's leaf of every sample is kept while the graph is built).
     max_features : "sqrt", int, float or None, default="sqrt"
         Features tried per node (mtry): "sqrt" = floor(sqrt(d)); an int;
         a float in (0, 1] = fraction of d; None = all d. At least 1.
@@ -403,7 +411,8 @@ class COPRF(ClusterMixin, BaseEstimator):
             ``affinity_samples="in_bag"`` or ``n_neighbors="select"`` with
             more than 3000 samples and no dense affinity,
             ``n_neighbors="auto"`` with more than ``COP_RF_AUTO_MAX_SAMPLES``
-            samples, or ``rca_components`` with more than 2000 features.
+            samples, samples x ``n_estimators`` above ``COP_RF_MAX_TREE_ROWS``,
+            or ``rca_components`` with more than 2000 features.
         """
         validate_params(self, self._parameter_constraints)
         X = check_data(X)
@@ -430,6 +439,13 @@ class COPRF(ClusterMixin, BaseEstimator):
                 f"n_neighbors='auto' builds a kNN graph with n / 10 neighbours per sample, n^2 / 10 entries, and "
                 f"is limited to {COP_RF_AUTO_MAX_SAMPLES} samples (got {n}); give an integer n_neighbors",
                 field="n_neighbors",
+            )
+        if n * int(self.n_estimators) > COP_RF_MAX_TREE_ROWS:
+            raise InvalidInputError(
+                f"n_estimators={self.n_estimators} keeps every tree's leaf of every sample: samples x trees "
+                f"({n} x {self.n_estimators}) is limited to {COP_RF_MAX_TREE_ROWS}; use at most "
+                f"{COP_RF_MAX_TREE_ROWS // n} trees on {n} samples",
+                field="n_estimators",
             )
         if self.rca_components is not None:
             check_rca_features(d, field="rca_components")

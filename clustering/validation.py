@@ -18,17 +18,21 @@ from collections import deque
 import numpy as np
 from scipy import sparse
 from scipy.cluster.hierarchy import DisjointSet
+from scipy.sparse.csgraph import connected_components
 
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
 
 __all__ = [
     "ACTIVE_MIN_SAMPLES",
+    "CCSKL_SELECT_MAX_SAMPLES",
     "COP_RF_AUTO_MAX_SAMPLES",
+    "COP_RF_MAX_TREE_ROWS",
     "DENSE_AFFINITY_LIMIT",
     "E2CP_MAX_PROPAGATION",
     "E2CP_MAX_SAMPLES",
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
+    "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS",
     "check_data",
     "check_hierarchy",
     "check_n_clusters",
@@ -37,6 +41,7 @@ __all__ = [
     "check_urasc_n_clusters",
     "check_values",
     "check_weights",
+    "closure_size",
     "count_hierarchy_constraints",
     "find_pairwise_conflicts",
     "hierarchy_constraints",
@@ -62,6 +67,24 @@ E2CP_MAX_PROPAGATION = 80_000_000
 # (n_neighbors="auto", the paper's rule), n^2 / 10 entries: 1.2 GiB peak at 10000 rows, 3.4 GiB
 # at 20000 (300 s with 1000 trees), 5.0 GiB at 25000; an integer n_neighbors has no such limit.
 COP_RF_AUTO_MAX_SAMPLES = 20000
+# COP-RF also holds every tree's leaf of every sample (the trees' outputs, the leaf matrix and its
+# non-degenerate rows while its kNN graph is built), about 45 bytes per sample and tree beside that
+# graph: 5000 trees on 5000 samples peaked at 1.5 GiB (337 s; 1000 trees: 0.6 GiB, 51 s). At 20000
+# samples 1000 trees peaked at 3.4 GiB, so 5000 trees (the most the wire allows) would need about
+# 6.9 GiB there; that probe had reached 1.5 GiB three quarters into growing the forest (1046 s) and
+# timed out at 1200 s. Samples x trees at most this: 5000 trees up to 5000 samples, 1250 at 20000.
+COP_RF_MAX_TREE_ROWS = 25_000_000
+# CCSKL's sigma="select" builds the graph and eigenvectors for 9 widths and fits 5 folds on each
+# (k-means with n_init restarts every time): 27 s and 0.6 GiB at 5000 rows (one fit at sigma = r:
+# 2.3 s), not finished in 900 s at 10000 (still in the eigenvectors of its first, narrowest width,
+# 0.1 r, after 898 s) nor in 1200 s at 20000; sigma="auto" or a number has no such limit.
+CCSKL_SELECT_MAX_SAMPLES = 5000
+# SpectralLearning's closure=True lists every pair inside a must-link component and between two
+# components a cannot-link joins, and overwrites each in the affinity: about 110 bytes a pair at the
+# peak, whatever the rows (must-link groups plus 300 pairs: 1.6e7 pairs 2.0 GiB / 25 s at 20000 rows,
+# 2.1e7 pairs 2.4 GiB / 52 s at 100000, 3.8e7 pairs 4.1 GiB at 20000; 50 groups of 2000 rows at
+# 100000, about 1e9 pairs, ran out of an 8 GB address space). 2.5e7 peaks near 3 GiB.
+SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 25_000_000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
 ACTIVE_MIN_SAMPLES = 3
@@ -439,6 +462,36 @@ def _must_link_chain(adjacency, start, goal):
     while parent[chain[-1]] is not None:
         chain.append(parent[chain[-1]])
     return chain[::-1]
+
+
+def closure_size(must_link, cannot_link, n_samples):
+    """How many pairs ``clustering._constraints.transitive_closure`` returns, from the component sizes alone.
+
+    Counted without listing them, so the service can refuse a closure too large to build.
+
+    Parameters
+    ----------
+    must_link, cannot_link : array-like of shape (m, 2), int
+    n_samples : int
+
+    Returns
+    -------
+    n_must_link : int
+        ``sum s (s - 1) / 2`` over the must-link components of size s.
+    n_cannot_link : int
+        ``s_a s_b`` summed over the distinct pairs of different components a cannot-link joins.
+    """
+    ml = np.asarray(must_link if must_link is not None else [], dtype=np.int64).reshape(-1, 2)
+    graph = sparse.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n_samples, n_samples))
+    _, comp = connected_components(graph, directed=False)
+    sizes = np.bincount(comp).astype(np.int64)
+    n_ml = int(np.sum(sizes * (sizes - 1) // 2))
+    cl = np.asarray(cannot_link if cannot_link is not None else [], dtype=np.int64).reshape(-1, 2)
+    a, b = comp[cl[:, 0]], comp[cl[:, 1]]
+    apart = a != b
+    key = np.unique(np.minimum(a, b)[apart] * len(sizes) + np.maximum(a, b)[apart])
+    n_cl = int(np.sum(sizes[key // len(sizes)] * sizes[key % len(sizes)]))
+    return n_ml, n_cl
 
 
 def find_pairwise_conflicts(must_link, cannot_link, n_samples, *, max_conflicts=100):

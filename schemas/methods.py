@@ -45,7 +45,10 @@ class SpectralLearningParams(_Params):
     affinity = one_of("rbf", ["rbf", "knn"])
     n_neighbors = _int(1, 1000, 20)
     sigma = _float(0, None, None, lo_inclusive=False, allow_none=True, metadata=_SIGMA_DOC)
-    closure = fields.Boolean(load_default=False)
+    closure = fields.Boolean(load_default=False, metadata={
+        "description": "overwrite every pair inside a must-link group and between two groups a cannot-link joins; "
+                       "at most the method's max_closure_pairs such pairs (about 110 bytes each), more is a 422 "
+                       "constraints_too_large_for_option"})
     row_normalize = fields.Boolean(load_default=False)
     n_init = _int(1, 100, 10)
 
@@ -66,7 +69,10 @@ class COPKMeansParams(_Params):
 
 
 class COPRFParams(_Params):
-    n_estimators = _int(1, 5000, 1000, metadata={"description": "number of trees T"})
+    n_estimators = _int(1, 5000, 1000, metadata={
+        "description": "number of trees T; rows x T at most 25000000 (every tree's leaf of every row is kept, "
+                       "about 45 bytes each), more is a 422 dataset_too_large_for_option: at most 1250 trees "
+                       "on 20000 rows, 5000 on 5000"})
     cannot_link_policy = one_of("relaxed", ["relaxed", "literal", "strict", "separate"],
             "relaxed (default, the spec's rule), literal/strict (the paper's Algorithm 1), or separate (relaxed, "
             "and pure real-only nodes holding cannot-links are cut too; better on ionosphere, wdbc, segment)")
@@ -108,11 +114,16 @@ class CCSKLParams(_Params):
     n_components = _int(2, 500, 20, metadata={"description": "m, number of smoothest Laplacian eigenvectors"})
     n_neighbors = _int(1, 1000, 20, metadata={"description": "k of the kNN graph"})
     pair_convention = one_of("ordered", ["ordered", "unordered"], "ordered = paper Eq. 8, unordered = Eq. 7")
-    closure = fields.Boolean(load_default=False, metadata={"description": "add the transitive closure of must-links"})
+    closure = fields.Boolean(load_default=False, metadata={
+        "description": "add the transitive closure of must-links (skipped, with a warning in the result, above "
+                       "2000000 derived pairs: 2.8 GiB and 224 s at that cap on 100000 rows)"})
     sigma = PositiveOrChoice(["auto", "select"], load_default="auto",
                              metadata={"description": "Gaussian width in z-units; auto = mean distance to the k-th "
                                                       "neighbour; select = the paper's 9 widths chosen by held-out "
-                                                      "constraints (about 10x slower; best on ionosphere)"})
+                                                      "constraints (about 10x slower; best on ionosphere; at "
+                                                      "most 5000 rows, more is a 422 "
+                                                      "dataset_too_large_for_option: 27 s there, not finished "
+                                                      "in 900 s at 10000)"})
     weighting = one_of("balanced", ["balanced", "none"],
             "balanced: constraint rows together weigh `balance` x the n diagonal targets; none: the paper's "
             "literal loss")
@@ -158,6 +169,8 @@ METHODS = {
         "hard_constraints": False,
         "outputs": ["labels", "affinity"],
         "reference": "Kamvar, Klein, Manning. Spectral learning. IJCAI 2003.",
+        # clustering.validation.SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS (a test compares them)
+        "max_closure_pairs": 25_000_000,
     },
     "e2cp": {
         "title": "Exhaustive and efficient constraint propagation (Lu, Ip 2010)",
@@ -293,6 +306,11 @@ class MethodDocSchema(Schema):
         "description": "most rows x distinct rows named in must_link / cannot_link (e2cp: its two n x c "
                        "propagation factors; more is a 422 constraints_too_large_for_method at /constraints); "
                        "null: no such limit"})
+    max_closure_pairs = fields.Integer(allow_none=True, metadata={
+        "description": "with closure=true: most pairs the transitive closure may overwrite (every pair inside a "
+                       "must-link group, s (s - 1) / 2 for a group of s rows, plus s_a x s_b for every two "
+                       "groups a cannot-link joins); more is a 422 constraints_too_large_for_option at "
+                       "/params/closure; null: no such limit"})
     max_samples_reason = fields.String(allow_none=True, metadata={
         "description": "why, with the measurements, and what to use instead on more rows"})
     title = fields.String()

@@ -8,7 +8,14 @@ from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
-from clustering.validation import DENSE_AFFINITY_LIMIT, RCA_MAX_FEATURES, check_n_clusters
+from clustering.validation import (
+    CCSKL_SELECT_MAX_SAMPLES,
+    COP_RF_MAX_TREE_ROWS,
+    DENSE_AFFINITY_LIMIT,
+    RCA_MAX_FEATURES,
+    check_n_clusters,
+    closure_size,
+)
 from schemas.jobs import (
     AffinityArgsSchema,
     JobCreateSchema,
@@ -64,6 +71,13 @@ def _option_limits(method, params):
               for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v]
     if params.get("rca_components") is not None:
         limits.append(("rca_components", "solves a dense d x d eigenproblem", "columns", RCA_MAX_FEATURES))
+    if method == "cop_rf":
+        trees = params["n_estimators"]
+        limits.append(("n_estimators", f"keeps every tree's leaf of every row (rows x trees at most "
+                                       f"{COP_RF_MAX_TREE_ROWS})", "rows", COP_RF_MAX_TREE_ROWS // trees))
+    if method == "ccskl" and params.get("sigma") == "select":
+        limits.append(("sigma", "fits 9 widths x 5 folds (slower than a job may run on more rows)", "rows",
+                       CCSKL_SELECT_MAX_SAMPLES))
     return limits
 
 
@@ -129,6 +143,24 @@ def _check_propagation_limit(method, n, checked):
                    method=method, max_propagation=limit, n_samples=n, n_constrained_samples=c)
 
 
+def _check_closure_limit(method, params, n, checked):
+    """422 ``constraints_too_large_for_option`` at ``/params/closure`` when ``closure=true`` would overwrite
+    more pairs than ``method``'s ``max_closure_pairs`` (``GET /v1/methods``)."""
+    limit = METHODS[method].get("max_closure_pairs")
+    if limit is None or not params.get("closure") or not checked.get("must_link"):
+        return
+    n_ml, n_cl = closure_size(checked["must_link"], checked.get("cannot_link") or [], n)
+    if n_ml + n_cl <= limit:
+        return
+    raise ApiError(422, "constraints_too_large_for_option",
+                   f"closure=true on method {method!r} overwrites every pair inside a must-link group and between "
+                   f"two groups a cannot-link joins: {n_ml + n_cl} pairs ({n_ml} inside, {n_cl} between) is more "
+                   f"than {limit}; give closure=false (the constraints are used as given) or smaller groups",
+                   errors={"/params/closure": [f"at most {limit} closure pairs with method {method!r} (these "
+                                               f"constraints make {n_ml + n_cl})"]},
+                   method=method, max_closure_pairs=limit, n_closure_pairs=n_ml + n_cl)
+
+
 def _check_method(body, meta):
     method = body["method"]
     if method not in METHODS:
@@ -177,6 +209,7 @@ def create_job(body):
     check_callback_url(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
     _check_propagation_limit(body["method"], n, checked)
+    _check_closure_limit(body["method"], params, n, checked)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
     conflicts, n_conflicts = pairwise_conflicts(checked, item_ids)
     if n_conflicts and body["on_conflict"] == "reject":

@@ -78,6 +78,7 @@ def catalogue():
             "max_samples": m.get("max_samples"),
             "max_samples_reason": m.get("max_samples_reason"),
             "max_propagation": m.get("max_propagation"),
+            "max_closure_pairs": m.get("max_closure_pairs"),
             "params": _params_doc(m["params"]),
         })
     params = {"pairwise": URASCParamsSchema, "triplet": TripletParamsSchema}

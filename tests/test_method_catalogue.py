@@ -65,3 +65,27 @@ def test_propagation_limit_on_the_wire_is_the_estimators_limit():
 
     assert WIRE["e2cp"]["max_propagation"] == E2CP_MAX_PROPAGATION
     assert {k for k, m in WIRE.items() if m.get("max_propagation") is not None} == {"e2cp"}
+
+
+def test_ccskl_sigma_select_limit_in_the_catalogue_is_the_estimators_limit():
+    """GET /v1/methods quotes sigma="select"'s row limit in the parameter's description."""
+    from clustering.validation import CCSKL_SELECT_MAX_SAMPLES
+
+    doc = WIRE["ccskl"]["params"]().fields["sigma"].metadata["description"]
+    assert f"most {CCSKL_SELECT_MAX_SAMPLES} rows" in doc and "dataset_too_large_for_option" in doc
+
+
+def test_closure_limit_on_the_wire_is_the_estimators_limit():
+    from clustering.validation import SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS
+
+    assert WIRE["spectral_learning"]["max_closure_pairs"] == SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS
+    assert {k for k, m in WIRE.items() if m.get("max_closure_pairs") is not None} == {"spectral_learning"}
+
+
+def test_cop_rf_tree_rows_limit_in_the_catalogue_is_the_estimators_limit():
+    from clustering.validation import COP_RF_AUTO_MAX_SAMPLES, COP_RF_MAX_TREE_ROWS
+
+    doc = WIRE["cop_rf"]["params"]().fields["n_estimators"].metadata["description"]
+    assert f"at most {COP_RF_MAX_TREE_ROWS} " in doc and "dataset_too_large_for_option" in doc
+    most = COP_RF_MAX_TREE_ROWS // COP_RF_AUTO_MAX_SAMPLES
+    assert f"at most {most} trees on {COP_RF_AUTO_MAX_SAMPLES} rows" in doc

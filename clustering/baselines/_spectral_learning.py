@@ -8,7 +8,13 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
-from .._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, must_link_components, transitive_closure
+from .._constraints import (
+    CANNOT_LINK,
+    MUST_LINK,
+    check_pairwise,
+    must_link_components,
+    transitive_closure,
+)
 from .._params import Interval, Options, validate_params
 from .._spectral import (
     additive_embedding,
@@ -18,7 +24,7 @@ from .._spectral import (
 )
 from .._graph import n_connected_components
 from ..exceptions import InvalidInputError
-from ..validation import check_n_clusters
+from ..validation import SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS, check_n_clusters, closure_size
 from ._spectral_clustering import _build_affinity, _check_input
 
 __all__ = ["SpectralLearning"]
@@ -91,7 +97,9 @@ class SpectralLearning(ClusterMixin, BaseEstimator):
     closure : bool, default=False
         Apply the overwrite to the transitive closure (all pairs inside a
         must-link component, all pairs between cannot-linked components).
-        Entailed pairs get the smallest weight given for their kind.
+        Entailed pairs get the smallest weight given for their kind. Refused
+        (``InvalidInputError`` on ``closure``) when that is more than
+        ``SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS`` pairs (``clustering.validation``).
     row_normalize : bool, default=False
         Scale embedding rows to unit length before k-means ("additive" and
         "rw"; "sym" always does).
@@ -201,6 +209,14 @@ class SpectralLearning(ClusterMixin, BaseEstimator):
         if not self.closure or ml.shape[0] == 0:
             return ml, ml_w, cl, cl_w
         n = cons.n_samples
+        n_ml, n_cl = closure_size(ml, cl, n)
+        if n_ml + n_cl > SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS:
+            raise InvalidInputError(
+                f"closure=True would overwrite {n_ml + n_cl} pairs ({n_ml} inside must-link components, {n_cl} "
+                f"between cannot-linked ones), more than {SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS}; use closure=False "
+                "or smaller must-link groups",
+                field="closure",
+            )
         ml_all, cl_all = transitive_closure(ml, cl, n)
         # Explicit pairs keep their own weight; entailed pairs get the smallest
         # weight given for their kind.
@@ -238,7 +254,8 @@ class SpectralLearning(ClusterMixin, BaseEstimator):
         ------
         InvalidInputError
             Bad data or precomputed affinity, constraint indices, kinds,
-            weights or parameters.
+            weights or parameters, or a closure of more than
+            ``SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS`` pairs.
         """
         self._validate()
         X = _check_input(X, self.affinity)

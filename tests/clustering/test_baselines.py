@@ -508,3 +508,37 @@ def test_e2cp_refuses_more_propagation_than_its_limit(monkeypatch):
     monkeypatch.setattr(_e2cp, "E2CP_MAX_PROPAGATION", 240)
     est = E2CP(n_clusters=3, n_neighbors=5, random_state=0).fit(X, pairs=pairs, pair_kind=[1, 1, -1])
     assert est.diagnostics_["n_constrained_points"] == 6
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(2, 30), st.data())
+def test_closure_size_counts_the_pairs_the_transitive_closure_lists(n, data):
+    """The service refuses a closure by this count before any pair is listed: it must be exact."""
+    from clustering._constraints import transitive_closure
+    from clustering.validation import closure_size
+
+    pair = st.tuples(st.integers(0, n - 1), st.integers(0, n - 1)).filter(lambda p: p[0] != p[1])
+    ml = np.array(data.draw(st.lists(pair, max_size=30)), dtype=np.int64).reshape(-1, 2)
+    cl = np.array(data.draw(st.lists(pair, max_size=10)), dtype=np.int64).reshape(-1, 2)
+    ml_all, cl_all = transitive_closure(ml, cl, n)
+    assert closure_size(ml, cl, n) == (len(ml_all), len(cl_all))
+
+
+def test_spectral_learning_refuses_a_closure_over_its_limit(monkeypatch):
+    """closure=True lists and overwrites every entailed pair: more than
+    SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS is refused before any is listed; the limit itself is fitted,
+    and closure=False takes the same constraints."""
+    from clustering.baselines import _spectral_learning
+
+    X, _ = make_blobs(40, centers=2, random_state=0)
+    # must-link chains 0-1-2-3 and 10-11-12 (6 + 3 pairs), a cannot-link between them (4 x 3 = 12)
+    pairs = np.array([[0, 1], [1, 2], [2, 3], [10, 11], [11, 12], [3, 10]])
+    kind = np.array([1, 1, 1, 1, 1, -1])
+    monkeypatch.setattr(_spectral_learning, "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS", 20)
+    with pytest.raises(InvalidInputError, match="21 pairs [(]9 inside must-link components, 12 between") as err:
+        SpectralLearning(n_clusters=2, closure=True, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    assert err.value.field == "closure" and "closure=False" in str(err.value)
+    assert SpectralLearning(n_clusters=2, random_state=0).fit(X, pairs=pairs, pair_kind=kind).labels_.shape == (40,)
+    monkeypatch.setattr(_spectral_learning, "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS", 21)
+    est = SpectralLearning(n_clusters=2, closure=True, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    assert est.diagnostics_["n_must_link"] + est.diagnostics_["n_cannot_link"] == 21

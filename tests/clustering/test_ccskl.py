@@ -571,3 +571,32 @@ def test_as_many_clusters_as_samples_puts_each_sample_alone():
     model = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=[[0, 1], [1, 2]], pair_kind=[1, -1])
     assert model.labels_.tolist() == [0, 1, 2, 3]
     assert model.diagnostics_["kmeans_constraints_satisfied"] == 0.5  # the must-link cannot hold
+
+
+def test_sigma_select_refuses_more_rows_than_its_limit_and_other_widths_do_not(monkeypatch):
+    """sigma="select" fits 9 widths x 5 folds: 27 s at 5000 rows, not finished in 900 s at 10000
+    (bench/scale_limits.py); refused above CCSKL_SELECT_MAX_SAMPLES before any graph is built."""
+    from clustering import _ccskl
+
+    monkeypatch.setattr(_ccskl, "CCSKL_SELECT_MAX_SAMPLES", 20)
+    X, _ = make_blobs(n_samples=21, centers=2, random_state=0)
+    con = {"pairs": [[0, 1], [2, 3], [4, 5]], "pair_kind": [1, -1, 1]}
+    with pytest.raises(InvalidInputError, match="sigma='auto' or a number") as err:
+        CCSKL(n_clusters=2, n_neighbors=5, sigma="select", random_state=0).fit(X, **con)
+    assert err.value.field == "sigma" and "20 samples (got 21)" in str(err.value)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        at_limit = CCSKL(n_clusters=2, n_neighbors=5, sigma="select", random_state=0).fit(X[:20], **con)
+        auto = CCSKL(n_clusters=2, n_neighbors=5, random_state=0).fit(X, **con)
+        fixed = CCSKL(n_clusters=2, n_neighbors=5, sigma=1.0, random_state=0).fit(X, **con)
+    assert at_limit.diagnostics_["sigma_selection"]["applied"]
+    assert auto.labels_.shape == fixed.labels_.shape == (21,)
+
+
+def test_sigma_select_is_refused_one_row_over_the_real_limit():
+    from clustering.validation import CCSKL_SELECT_MAX_SAMPLES
+
+    X = np.random.default_rng(0).normal(size=(CCSKL_SELECT_MAX_SAMPLES + 1, 2))
+    with pytest.raises(InvalidInputError, match="limited to") as err:
+        CCSKL(n_clusters=2, sigma="select").fit(X, pairs=[[0, 1]], pair_kind=[1])
+    assert err.value.field == "sigma"

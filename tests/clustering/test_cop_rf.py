@@ -596,3 +596,28 @@ def test_auto_neighbours_refuse_more_rows_than_their_limit_and_an_integer_k_does
         at_limit = _cop_rf.COPRF(n_clusters=2, n_estimators=2, random_state=0).fit(X[:20])
         fixed_k = _cop_rf.COPRF(n_clusters=2, n_estimators=2, n_neighbors=3, random_state=0).fit(X)
     assert at_limit.labels_.shape == (20,) and fixed_k.labels_.shape == (21,)
+
+
+def test_more_trees_than_the_rows_allow_are_refused_before_the_forest_grows(monkeypatch):
+    """Every tree's leaf of every sample is kept while the kNN graph is built: samples x n_estimators
+    above COP_RF_MAX_TREE_ROWS is refused (bench/scale_limits.py), the bound itself is fitted."""
+    from clustering import _cop_rf
+    from clustering.exceptions import ConstraintWarning
+
+    monkeypatch.setattr(_cop_rf, "COP_RF_MAX_TREE_ROWS", 21 * 3 - 1)
+    X = np.random.default_rng(0).normal(size=(21, 2))
+    with pytest.raises(InvalidInputError, match="at most 2 trees on 21 samples") as err:
+        _cop_rf.COPRF(n_clusters=2, n_estimators=3, n_neighbors=3, random_state=0).fit(X)
+    assert err.value.field == "n_estimators" and "(21 x 3)" in str(err.value)
+    monkeypatch.setattr(_cop_rf, "COP_RF_MAX_TREE_ROWS", 21 * 3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        at_limit = _cop_rf.COPRF(n_clusters=2, n_estimators=3, n_neighbors=3, random_state=0).fit(X)
+    assert at_limit.labels_.shape == (21,)
+
+
+def test_the_wire_default_forest_fits_the_tree_rows_limit_on_cop_rf_max_samples():
+    from clustering.validation import COP_RF_AUTO_MAX_SAMPLES, COP_RF_MAX_TREE_ROWS
+    from schemas.methods import COPRFParams
+
+    assert COPRFParams().load({})["n_estimators"] * COP_RF_AUTO_MAX_SAMPLES <= COP_RF_MAX_TREE_ROWS

@@ -310,6 +310,34 @@ def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, 
     assert submit(client, did, method="cop_rf").status_code == 202  # the default options are fine
 
 
+def test_cop_rf_with_more_trees_than_the_rows_allow_is_a_422(client, blobs_dataset, monkeypatch):
+    """rows x n_estimators stops at COP_RF_MAX_TREE_ROWS (every tree's leaf of every row is kept)."""
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    monkeypatch.setattr(service.jobs, "COP_RF_MAX_TREE_ROWS", len(X) * 10 - 1)
+    r = submit(client, did, method="cop_rf", params={"n_estimators": 10})
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert r.json["code"] == "dataset_too_large_for_option" and list(r.json["errors"]) == ["/params/n_estimators"]
+    assert f"at most {len(X) - 1} rows" in r.json["errors"]["/params/n_estimators"][0] and str(len(X)) in r.json["detail"]
+    assert submit(client, did, method="cop_rf", params={"n_estimators": 9}).status_code == 202
+
+
+def test_ccskl_sigma_select_on_a_dataset_above_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
+    """sigma="select" (9 widths x 5 folds) stops at CCSKL_SELECT_MAX_SAMPLES rows; the other widths do not."""
+    import service.jobs
+
+    did, X, _ = blobs_dataset
+    assert submit(client, did, method="ccskl", params={"sigma": "select"}).status_code == 202
+    monkeypatch.setattr(service.jobs, "CCSKL_SELECT_MAX_SAMPLES", len(X) - 1)
+    r = submit(client, did, method="ccskl", params={"sigma": "select"})
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert r.json["code"] == "dataset_too_large_for_option" and list(r.json["errors"]) == ["/params/sigma"]
+    assert str(len(X)) in r.json["detail"] and "9 widths" in r.json["detail"], r.json
+    for params in ({}, {"sigma": "auto"}, {"sigma": 1.0}):
+        assert submit(client, did, method="ccskl", params=params).status_code == 202
+
+
 def test_a_preset_too_large_for_the_dataset_points_at_the_preset(client, blobs_dataset, monkeypatch):
     import service.jobs
 
@@ -360,6 +388,10 @@ def test_catalogue_shows_each_method_row_limit(client):
     for k in ("e2cp", "cop_rf"):
         assert "GiB" in methods[k]["max_samples_reason"]  # says why, and what to use instead
     assert all(m["max_samples_reason"] is None for k, m in methods.items() if limits[k] is None)
+    from clustering.validation import SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS
+
+    closure = {k: m["max_closure_pairs"] for k, m in methods.items()}
+    assert closure == {k: None for k in methods} | {"spectral_learning": SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS}
 
 
 @pytest.mark.parametrize("method", ["e2cp", "cop_rf"])
@@ -400,6 +432,28 @@ def test_e2cp_constraints_naming_too_many_rows_are_refused_at_submission(store):
     assert over.json["n_constrained_samples"] == c + 2 - c % 2 and over.json["max_propagation"] == limit
     assert f"at most {c} distinct rows" in over.json["errors"]["/constraints"][0]
     assert client.post("/v1/jobs", json={**body, "constraints": {"must_link": ok}}).status_code == 202
+
+
+def test_spectral_learning_closure_over_its_limit_is_refused_at_submission(client, blobs_dataset, monkeypatch):
+    """closure=true overwrites every pair inside a must-link group and between cannot-linked groups:
+    above max_closure_pairs (GET /v1/methods) a 422 at /params/closure before the job is queued;
+    at the limit, or with closure=false, the same constraints are accepted."""
+    from schemas.methods import METHODS
+
+    did, _, _ = blobs_dataset
+    # groups 0..9 and 20..29 by chained must-links (45 pairs each), one cannot-link between them (100)
+    ml = [[i, i + 1] for i in range(9)] + [[i, i + 1] for i in range(20, 29)]
+    constraints = {"must_link": ml, "cannot_link": [[0, 25]]}
+    body = {"method": "spectral_learning", "constraints": constraints}
+    monkeypatch.setitem(METHODS["spectral_learning"], "max_closure_pairs", 189)
+    r = submit(client, did, params={"closure": True}, **body)
+    assert r.status_code == 422 and r.mimetype == PROBLEM, r.json
+    assert r.json["code"] == "constraints_too_large_for_option" and list(r.json["errors"]) == ["/params/closure"]
+    assert r.json["n_closure_pairs"] == 190 and r.json["max_closure_pairs"] == 189
+    assert "closure=false" in r.json["detail"]
+    assert submit(client, did, params={"closure": False}, **body).status_code == 202
+    monkeypatch.setitem(METHODS["spectral_learning"], "max_closure_pairs", 190)
+    assert submit(client, did, params={"closure": True}, **body).status_code == 202
 
 
 def test_the_row_limit_comes_before_a_preset_option_limit(store):
