@@ -8,11 +8,10 @@ model to be up to date. Prints, over the seeds, the mean ARI, the questions of t
 model was told as "dont_know", and the answers accepted. Run it from a checkout to compare two
 versions of the session code (the answer script's tie rule).
 
-    python -m bench.crowd_ties 40 '{"k_growth": "verify", "representative": "founder"}' 0.2 one_coin
+    python -m bench.crowd_ties --seeds 40 --out bench/results/crowd_ties.json
 """
 
 import json
-import sys
 import tempfile
 import time
 
@@ -75,12 +74,20 @@ def run(base, did, y, seed, params, noise, aggregation):
     return adjusted_rand_score(y, labels), told_dont_know, accepted
 
 
-def main(argv):
-    seeds = int(argv[0]) if argv else 40
-    params = json.loads(argv[1]) if len(argv) > 1 else {}
-    noise = float(argv[2]) if len(argv) > 2 else 0.2
-    aggregation = argv[3] if len(argv) > 3 else "majority"
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--seeds", type=int, default=40)
+    ap.add_argument("--settings", default="one_coin:sets,one_coin:noisy,majority:sets,majority:noisy",
+                    help="comma list of aggregation:rule (rule sets = the paper's, noisy = the noisy_answers "
+                         "preset's k_growth=verify, representative=founder)")
+    ap.add_argument("--noise", default="0.1,0.2", help="comma list of wrong-answer probabilities")
+    ap.add_argument("--out", default=None, help="JSON file for every session's row and the means")
+    args = ap.parse_args(argv)
+    rules = {"sets": {}, "noisy": {"k_growth": "verify", "representative": "founder"}}
     stack = Stack(log_dir=tempfile.mkdtemp(prefix="crowd_ties"))
+    cells = []
     try:
         stack.start_redis()
         stack.start_worker(concurrency=1)
@@ -89,13 +96,27 @@ def main(argv):
         X, y = load("iris", zscore=False)
         body = {"name": "iris", "data": np.asarray(X, dtype=float).tolist(), "labels": [int(v) for v in y]}
         did = requests.post(f"{base}/v1/datasets", json=body, timeout=30).json()["id"]
-        rows = np.array([run(base, did, y, s, params, noise, aggregation) for s in range(seeds)], dtype=float)
-        print(json.dumps({"seeds": seeds, "params": params, "noise": noise, "aggregation": aggregation,
-                          "ari": round(rows[:, 0].mean(), 3), "told_dont_know": round(rows[:, 1].mean(), 1),
-                          "answers_accepted": round(rows[:, 2].mean(), 1)}))
+        print("| aggregation | rule | p | seeds | ARI | questions told dont_know | answers accepted |")
+        print("|---|---|---|---|---|---|---|")
+        for setting in args.settings.split(","):
+            aggregation, rule = setting.split(":")
+            for noise in (float(p) for p in args.noise.split(",")):
+                rows = [run(base, did, y, s, rules[rule], noise, aggregation) for s in range(args.seeds)]
+                means = np.asarray(rows, dtype=float).mean(axis=0)
+                cells.append({"aggregation": aggregation, "rule": rule, "params": rules[rule], "noise": noise,
+                              "seeds": args.seeds, "ari": float(means[0]), "told_dont_know": float(means[1]),
+                              "answers_accepted": float(means[2]),
+                              "rows": [{"seed": k, "ari": r[0], "told_dont_know": int(r[1]),
+                                        "answers_accepted": int(r[2])} for k, r in enumerate(rows)]})
+                print(f"| {aggregation} | {rule} | {noise} | {args.seeds} | {means[0]:.3f} | {means[1]:.1f} | "
+                      f"{means[2]:.1f} |", flush=True)
     finally:
         stack.stop()
+    if args.out:
+        with open(args.out, "w") as fh:
+            json.dump({"dataset": "iris", "n_clusters": 3, "budget": 40, "answers_per_question": 2, "pool_size": 5,
+                       "workers": len(WORKERS), "cells": cells}, fh, indent=1)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
