@@ -508,3 +508,19 @@ def test_e2cp_refuses_more_propagation_than_its_limit(monkeypatch):
     monkeypatch.setattr(_e2cp, "E2CP_MAX_PROPAGATION", 240)
     est = E2CP(n_clusters=3, n_neighbors=5, random_state=0).fit(X, pairs=pairs, pair_kind=[1, 1, -1])
     assert est.diagnostics_["n_constrained_points"] == 6
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SpectralClustering(n_clusters=2, sigma=1e-300, random_state=0),
+    lambda: SpectralClustering(n_clusters=2, sigma=1e-300, affinity="knn", random_state=0),
+    lambda: SpectralLearning(n_clusters=2, sigma=1e-300, random_state=0),
+    lambda: E2CP(n_clusters=2, sigma=1e-300, random_state=0),
+], ids=["spectral", "spectral_knn", "spectral_learning", "e2cp"])
+def test_tiny_sigma_on_coinciding_points_clusters(make):
+    # 2 sigma^2 underflowed to 0 and the weight of two equal rows was 0 / 0 = NaN: ValueError from eigh
+    # ("array must not contain infs or NaNs") or RuntimeError from splu ("Factor is exactly singular")
+    X = np.ones((10, 2))
+    est = make()
+    fit = {} if isinstance(est, SpectralClustering) else {"pairs": [[0, 1], [0, 9]], "pair_kind": [1, -1]}
+    labels = est.fit(X, **fit).labels_
+    assert labels.shape == (10,) and set(labels.tolist()) <= {0, 1}

@@ -571,3 +571,14 @@ def test_as_many_clusters_as_samples_puts_each_sample_alone():
     model = CCSKL(n_clusters=4, random_state=0).fit(X, pairs=[[0, 1], [1, 2]], pair_kind=[1, -1])
     assert model.labels_.tolist() == [0, 1, 2, 3]
     assert model.diagnostics_["kmeans_constraints_satisfied"] == 0.5  # the must-link cannot hold
+
+
+def test_tiny_sigma_on_coinciding_points_clusters():
+    """Non-regression: with sigma = 1e-300 (the wire allows any sigma > 0) 2 sigma^2 underflowed to 0
+    and the weight of two equal rows was 0 / 0 = NaN; fit failed with ValueError ("array must not
+    contain infs or NaNs") from the eigensolver."""
+    model = CCSKL(n_clusters=2, sigma=1e-300, random_state=0)
+    with pytest.warns(ConstraintWarning, match="eigenvalues are positive"):  # equal rows: one direction
+        labels = model.fit(np.ones((10, 2)), pairs=[[0, 1], [0, 9]], pair_kind=[1, -1]).labels_
+    assert labels.shape == (10,) and set(labels.tolist()) <= {0, 1}
+    assert np.isfinite(model.beta_).all()
