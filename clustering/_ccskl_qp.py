@@ -118,9 +118,13 @@ def _balance_rows(c, n, balance):
     c_balanced : ndarray of shape (n + p,), float64 (a copy)
     """
     c = np.array(c, dtype=np.float64, copy=True)
-    total = float(np.sum(c[n:] ** 2))
-    if total > 0:
-        c[n:] *= np.sqrt(balance * n / total)
+    # Relative to the largest weight first: the squares of weights below 1e-154 underflow (all 1e-300:
+    # a total of 0, the constraints left at 1e-300 instead of balanced; all 1e-160: a subnormal total,
+    # an infinite factor and NaN rows). Relative weights are in [0, 1] and their total is at least 1.
+    peak = float(np.max(c[n:], initial=0.0))
+    if peak > 0:
+        rel = c[n:] / peak
+        c[n:] = rel * np.sqrt(balance * n / float(np.sum(rel**2)))
     return c
 
 

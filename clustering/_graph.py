@@ -22,6 +22,7 @@ __all__ = [
     "component_bridges",
     "discriminant_knn_graph",
     "gaussian_affinity",
+    "gaussian_weights",
     "knn_distances",
     "knn_gaussian_graph",
     "kth_neighbor_sigma",
@@ -87,6 +88,33 @@ def kth_neighbor_sigma(X, n_neighbors=20, *, dist=None):
     return sigma if sigma > 0 else 1.0
 
 
+def gaussian_weights(d2, sigma):
+    """Gaussian weights ``exp(-d2 / (2 sigma^2))`` of squared distances (Eq. B1).
+
+    Parameters
+    ----------
+    d2 : ndarray of any shape, float64
+        Squared distances, >= 0.
+    sigma : float
+        Bandwidth in the units of the distances, > 0.
+
+    Returns
+    -------
+    ndarray of the shape of ``d2``, float64, entries in [0, 1]
+
+    Notes
+    -----
+    Below ``sigma`` = 1e-154 the denominator ``2 sigma^2`` underflows to 0 and
+    ``0 / 0`` made the weight of coinciding points NaN (every spectral method
+    then failed in ``eigh`` or ``splu``). There the weights take their limit
+    as ``sigma -> 0``: 1 for coinciding points, 0 for all others.
+    """
+    denom = 2.0 * sigma * sigma
+    if denom == 0.0:
+        return (d2 == 0).astype(np.float64)
+    return np.exp(-d2 / denom)
+
+
 def gaussian_affinity(X, sigma=None, *, n_neighbors=20, mode="auto"):
     """Gaussian affinity matrix with zero diagonal (Eq. B1).
 
@@ -113,7 +141,7 @@ def gaussian_affinity(X, sigma=None, *, n_neighbors=20, mode="auto"):
     if sigma is None:
         sigma = kth_neighbor_sigma(X, n_neighbors)
     d2 = pairwise_distances(X, metric="sqeuclidean")
-    W = np.exp(-d2 / (2.0 * sigma * sigma))
+    W = gaussian_weights(d2, sigma)
     np.fill_diagonal(W, 0.0)
     return W, float(sigma)
 
@@ -143,7 +171,7 @@ def knn_gaussian_graph(X, n_neighbors, *, sigma=None, symmetrize="max"):
     dist, ind = knn_distances(X, n_neighbors)
     if sigma is None:
         sigma = kth_neighbor_sigma(X, n_neighbors, dist=dist)
-    vals = np.exp(-(dist**2) / (2.0 * sigma * sigma))
+    vals = gaussian_weights(dist**2, sigma)
     rows = np.repeat(np.arange(n), ind.shape[1])
     W = sp.csr_matrix((vals.ravel(), (rows, ind.ravel())), shape=(n, n))
     W = W.maximum(W.T) if symmetrize == "max" else (W + W.T) * 0.5
@@ -369,6 +397,6 @@ def add_gaussian_edges(W, edges, sigma, floor):
     i = np.array([e[0] for e in edges], dtype=np.int64)
     j = np.array([e[1] for e in edges], dtype=np.int64)
     d = np.array([e[2] for e in edges])
-    w = np.maximum(np.exp(-(d**2) / (2.0 * sigma * sigma)), floor)
+    w = np.maximum(gaussian_weights(d**2, sigma), floor)
     E = sp.csr_matrix((np.r_[w, w], (np.r_[i, j], np.r_[j, i])), shape=W.shape)
     return sp.csr_matrix(W.maximum(E))

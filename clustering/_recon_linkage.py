@@ -365,6 +365,14 @@ def _recon_linkage(X, rel, callback=None, *, maintain_tree=True, check_tree=Fals
         nn[closer] = i
         nn_d2[closer] = r[closer]
         stale = stale[(stale != i) & ~closer[stale]]
+        # No other distance changed, so a slot whose nearest was i or j and that is as close to the new
+        # cluster as it was to its nearest keeps the new cluster as a nearest. Without this, n coinciding
+        # rows (all nearest to one of them) were all recomputed after each merge: O(n^2 d) per merge, a
+        # 5200-row job with 5190 equal rows ran for more than 5 minutes (0.8 s for 5000 distinct rows).
+        tied = r[stale] <= nn_d2[stale]
+        nn[stale[tied]] = i
+        nn_d2[stale[tied]] = r[stale[tied]]
+        stale = stale[~tied]
         if stale.size:
             D = rows(stale)
             nn[stale] = np.argmin(D, axis=1)

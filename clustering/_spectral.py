@@ -27,6 +27,11 @@ from .exceptions import ConstraintWarning
 # Dense eigh up to this size; above it ARPACK on the (sparse or dense) matrix.
 # Dense eigh of a 2310-row matrix costs seconds, eigsh for K vectors a fraction.
 DENSE_EIGH_LIMIT = 1000
+# ARPACK restarts allowed on a dense matrix before its dense eigh takes over. Well-posed graphs need
+# 2-4 (make_blobs, 2000-5000 rows, K = 3-20); a top eigenvalue repeated across components next to a
+# cluster of nearly equal ones (groups of equal rows) ran through all 20 n restarts: minutes at 1200
+# rows, hours at 5000, where the dense eigh takes 9 s.
+DENSE_ARPACK_MAXITER = 100
 
 
 def fix_signs(vecs):
@@ -79,6 +84,10 @@ def top_eigenvectors(M, k, *, random_state=None, dense_fallback=True):
     Within a repeated eigenvalue any orthonormal basis is a valid answer, so
     the two solvers may return different bases there.
 
+    ARPACK path (larger n): ``eigsh(which="LA", tol=1e-9)``. On a dense ``M``
+    it gets ``DENSE_ARPACK_MAXITER`` restarts and then the dense path; on a
+    sparse one ``20 n`` restarts and then LOBPCG.
+
     Raises
     ------
     numpy.linalg.LinAlgError
@@ -86,32 +95,41 @@ def top_eigenvectors(M, k, *, random_state=None, dense_fallback=True):
     """
     n = M.shape[0]
     if n <= DENSE_EIGH_LIMIT or k >= n - 1:
-        A = M.toarray() if sp.issparse(M) else np.asarray(M)
-        # One BLAS thread: on a busy 2-core machine multi-threaded OpenBLAS
-        # spin-waits (2-6 s instead of 0.02 s seen for n = 351).
-        with threadpool_limits(limits=1):
-            try:
-                vals, vecs = eigh(A, subset_by_index=[n - k, n - 1])
-            except np.linalg.LinAlgError:
-                if not dense_fallback:
-                    raise
-                # LAPACK's subset driver (evr) can stop with "Internal Error"
-                # when eigenvalues repeat many times (disconnected cliques:
-                # one eigenvalue per component and large blocks of repeated
-                # ones inside them). The full divide-and-conquer solver
-                # (numpy's eigh, as in full_generalized_embedding) has no such
-                # failure; it runs only on the error, so ordinary inputs keep
-                # the subset driver's result.
-                mu, U = np.linalg.eigh(A)
-                return mu[::-1][:k], fix_signs(U[:, ::-1][:, :k])
-    else:
-        rng = check_random_state(random_state)
-        v0 = rng.uniform(-1, 1, n)
+        return _dense_top_eigenvectors(M.toarray() if sp.issparse(M) else np.asarray(M), k, dense_fallback)
+    rng = check_random_state(random_state)
+    v0 = rng.uniform(-1, 1, n)
+    dense = not sp.issparse(M)
+    try:
+        vals, vecs = eigsh(M, k=k, which="LA", v0=v0, tol=1e-9, maxiter=DENSE_ARPACK_MAXITER if dense else n * 20)
+    except ArpackNoConvergence:
+        if dense:  # the matrix is held already: its dense solve has a bounded cost
+            return _dense_top_eigenvectors(np.asarray(M), k, dense_fallback)
+        X0 = rng.standard_normal((n, k))
+        vals, vecs = lobpcg(sp.csr_matrix(M), X0, largest=True, tol=1e-8, maxiter=500)
+    order = np.argsort(vals)[::-1]
+    return vals[order], fix_signs(vecs[:, order])
+
+
+def _dense_top_eigenvectors(A, k, dense_fallback):
+    """:func:`top_eigenvectors` of a dense ``A`` (n, n) by LAPACK: (values (k,) descending, vectors (n, k))."""
+    n = A.shape[0]
+    # One BLAS thread: on a busy 2-core machine multi-threaded OpenBLAS
+    # spin-waits (2-6 s instead of 0.02 s seen for n = 351).
+    with threadpool_limits(limits=1):
         try:
-            vals, vecs = eigsh(M, k=k, which="LA", v0=v0, tol=1e-9, maxiter=n * 20)
-        except ArpackNoConvergence:
-            X0 = rng.standard_normal((n, k))
-            vals, vecs = lobpcg(sp.csr_matrix(M), X0, largest=True, tol=1e-8, maxiter=500)
+            vals, vecs = eigh(A, subset_by_index=[n - k, n - 1])
+        except np.linalg.LinAlgError:
+            if not dense_fallback:
+                raise
+            # LAPACK's subset driver (evr) can stop with "Internal Error"
+            # when eigenvalues repeat many times (disconnected cliques:
+            # one eigenvalue per component and large blocks of repeated
+            # ones inside them). The full divide-and-conquer solver
+            # (numpy's eigh, as in full_generalized_embedding) has no such
+            # failure; it runs only on the error, so ordinary inputs keep
+            # the subset driver's result.
+            mu, U = np.linalg.eigh(A)
+            return mu[::-1][:k], fix_signs(U[:, ::-1][:, :k])
     order = np.argsort(vals)[::-1]
     return vals[order], fix_signs(vecs[:, order])
 

@@ -542,3 +542,34 @@ def test_spectral_learning_refuses_a_closure_over_its_limit(monkeypatch):
     monkeypatch.setattr(_spectral_learning, "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS", 21)
     est = SpectralLearning(n_clusters=2, closure=True, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
     assert est.diagnostics_["n_must_link"] + est.diagnostics_["n_cannot_link"] == 21
+
+
+@pytest.mark.parametrize("make", [
+    lambda: SpectralClustering(n_clusters=2, sigma=1e-300, random_state=0),
+    lambda: SpectralClustering(n_clusters=2, sigma=1e-300, affinity="knn", random_state=0),
+    lambda: SpectralLearning(n_clusters=2, sigma=1e-300, random_state=0),
+    lambda: E2CP(n_clusters=2, sigma=1e-300, random_state=0),
+], ids=["spectral", "spectral_knn", "spectral_learning", "e2cp"])
+def test_tiny_sigma_on_coinciding_points_clusters(make):
+    # 2 sigma^2 underflowed to 0 and the weight of two equal rows was 0 / 0 = NaN: ValueError from eigh
+    # ("array must not contain infs or NaNs") or RuntimeError from splu ("Factor is exactly singular")
+    X = np.ones((10, 2))
+    est = make()
+    fit = {} if isinstance(est, SpectralClustering) else {"pairs": [[0, 1], [0, 9]], "pair_kind": [1, -1]}
+    labels = est.fit(X, **fit).labels_
+    assert labels.shape == (10,) and set(labels.tolist()) <= {0, 1}
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("cls", [SpectralClustering, SpectralLearning])
+def test_groups_of_equal_rows_above_the_dense_eigh_limit_end(cls):
+    """Non-regression: 1200 rows in 40 groups of 30 equal rows (the kth-neighbour bandwidth is 0, so
+    sigma falls back to 1): 15 groups are isolated and the top eigenvalue 1 repeats 15 times next to
+    others within 1e-6 of it. ARPACK ran all its 20 n restarts on the dense matrix (over 5 minutes
+    for SpectralClustering, 170 s for SpectralLearning) before LOBPCG; the dense eigh takes 0.1 s."""
+    centers = np.random.default_rng(0).normal(size=(40, 2)) * 10
+    X = np.repeat(centers, 30, axis=0)
+    fit = {} if cls is SpectralClustering else {"pairs": [[0, 1]], "pair_kind": [1]}
+    labels = cls(n_clusters=3, random_state=0).fit(X, **fit).labels_
+    assert set(labels.tolist()) == {0, 1, 2}
+    assert (labels.reshape(40, 30) == labels.reshape(40, 30)[:, :1]).all()  # equal rows stay together

@@ -487,6 +487,24 @@ def test_balance_rows_sets_total_constraint_weight_and_keeps_ratios():
     assert np.array_equal(_ccskl_qp._balance_rows(c0, 50, 7.5), c0)
 
 
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-300])
+def test_balanced_weights_below_the_square_root_of_the_smallest_float(scale):
+    """Non-regression: balancing summed the squared weights, which underflow below 1e-154. All weights
+    1e-160 (allowed: weights are in (0, 1]) gave a subnormal total, an infinite factor and NaN rows
+    (ValueError from nnls); all 1e-300 gave a total of 0 and left the constraints at 1e-300, as if
+    absent, although balancing makes the common scale of the weights irrelevant."""
+    X, y = _blobs(n=80, k=2, std=2.5, seed=3, sep=3.0)
+    P, kind = _pairs_from_labels(y, 25, np.random.default_rng(3))
+    w = np.random.default_rng(4).uniform(0.2, 1.0, len(P))
+    c = _target_rows(80, P, kind, w, "ordered")[3]
+    np.testing.assert_allclose(_ccskl_qp._balance_rows(c * scale, 80, 10.0)[80:],
+                               _ccskl_qp._balance_rows(c, 80, 10.0)[80:], rtol=1e-12)
+    ref = CCSKL(n_clusters=2, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w)
+    tiny = CCSKL(n_clusters=2, random_state=0).fit(X, pairs=P, pair_kind=kind, pair_weight=w * scale)
+    np.testing.assert_allclose(tiny.beta_, ref.beta_, rtol=1e-8, atol=1e-10)
+    assert np.array_equal(tiny.labels_, ref.labels_)
+
 def test_balanced_fit_solves_the_reweighted_qp_exactly():
     X, y = _blobs(n=160, seed=31, std=1.6)
     P, kind = _pairs_from_labels(y, 30, np.random.default_rng(31))
@@ -600,3 +618,14 @@ def test_sigma_select_is_refused_one_row_over_the_real_limit():
     with pytest.raises(InvalidInputError, match="limited to") as err:
         CCSKL(n_clusters=2, sigma="select").fit(X, pairs=[[0, 1]], pair_kind=[1])
     assert err.value.field == "sigma"
+
+
+def test_tiny_sigma_on_coinciding_points_clusters():
+    """Non-regression: with sigma = 1e-300 (the wire allows any sigma > 0) 2 sigma^2 underflowed to 0
+    and the weight of two equal rows was 0 / 0 = NaN; fit failed with ValueError ("array must not
+    contain infs or NaNs") from the eigensolver."""
+    model = CCSKL(n_clusters=2, sigma=1e-300, random_state=0)
+    with pytest.warns(ConstraintWarning, match="eigenvalues are positive"):  # equal rows: one direction
+        labels = model.fit(np.ones((10, 2)), pairs=[[0, 1], [0, 9]], pair_kind=[1, -1]).labels_
+    assert labels.shape == (10,) and set(labels.tolist()) <= {0, 1}
+    assert np.isfinite(model.beta_).all()

@@ -245,6 +245,18 @@ def test_gaussian_affinity_properties():
     assert W[0, 1] == pytest.approx(np.exp(-d2 / (2 * sigma**2)))
 
 
+
+@pytest.mark.parametrize("mode", ["dense", "knn"])
+def test_gaussian_affinity_of_a_bandwidth_whose_square_underflows(mode):
+    # sigma = 1e-300 (the wire allows any sigma > 0): 2 sigma^2 is 0 and coinciding points weighed
+    # 0 / 0 = NaN, so every spectral method failed in eigh / splu; now the sigma -> 0 limit
+    X = np.array([[0.0, 0.0], [0.0, 0.0], [1.0, 0.0], [1.0, 0.0], [5.0, 5.0]])
+    W, _ = gaussian_affinity(X, 1e-300, n_neighbors=2, mode=mode)
+    W = W.toarray() if sp.issparse(W) else W
+    expected = np.zeros((5, 5))
+    expected[0, 1] = expected[1, 0] = expected[2, 3] = expected[3, 2] = 1.0
+    np.testing.assert_array_equal(W, expected)
+
 @pytest.mark.parametrize("sym", ["max", "mean"])
 def test_knn_graph_properties(sym):
     X, _ = _blobs()
