@@ -313,35 +313,48 @@ class _CutOffRedis:
         self.server.close()
 
 
-def test_a_redis_outage_in_the_middle_of_a_re_dispatch_does_not_strand_the_job(lstore):
-    """Redis goes away right after a job was queued again for a new task and before that task was sent
-    (so neither the send nor undoing the swap can reach it): once Redis is back, a live worker's beat
-    must still send the job a task. It stayed QUEUED for a task never sent, the lost task's own message
-    dropped when restored (its dispatch no longer the record's), and nothing looked at it again."""
-    import time
-
+def _beat_cut_off_at(lstore, marker):
+    """A live worker's beat whose Redis goes away right after a command holding ``marker`` (a real
+    Redis behind :class:`_CutOffRedis`): the beat fails there, with the rest of its writes unsent."""
     import redis
 
-    jid = _job(lstore)
-    lstore.start_job(jid, task_id=jid, worker="dead:1")
-    _lose(lstore, "dead:1", 10)
     where = lstore.r.connection_pool.connection_kwargs
-    relay = _CutOffRedis((where["host"], where["port"]), b"worker lost: queued again")
+    relay = _CutOffRedis((where["host"], where["port"]), marker)
     url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
     try:
         cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))
         lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})  # beat before
         with pytest.raises(Exception):
             liveness.beat(cut_off, "alive:2")
-        assert relay.down and lstore.get_job(jid)["state"] == "QUEUED" and _sent(lstore, "long") == []
+        assert relay.down
     finally:
         relay.close()
-    deadline = time.monotonic() + 10
-    while not _sent(lstore, "long"):
-        assert time.monotonic() < deadline, lstore.get_job(jid)
+
+
+def _sent_once_redis_is_back(lstore, queue, timeout=10):
+    """The messages in ``queue`` once the live worker's next beats (Redis reachable again) sent one."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while not _sent(lstore, queue):
+        assert time.monotonic() < deadline, "nothing sent once Redis was back"
         _beat(lstore, "alive:2")
         time.sleep(0.2)
-    [(_, task_id, args)] = _sent(lstore, "long")
+    return _sent(lstore, queue)
+
+
+def test_a_redis_outage_in_the_middle_of_a_re_dispatch_does_not_strand_the_job(lstore):
+    """Redis goes away right after a job was queued again for a new task and before that task was sent
+    (so neither the send nor undoing the swap can reach it): once Redis is back, a live worker's beat
+    must still send the job a task. It stayed QUEUED for a task never sent, the lost task's own message
+    dropped when restored (its dispatch no longer the record's), and nothing looked at it again."""
+
+    jid = _job(lstore)
+    lstore.start_job(jid, task_id=jid, worker="dead:1")
+    _lose(lstore, "dead:1", 10)
+    _beat_cut_off_at(lstore, b"worker lost: queued again")
+    assert lstore.get_job(jid)["state"] == "QUEUED" and _sent(lstore, "long") == []
+    [(_, task_id, args)] = _sent_once_redis_is_back(lstore, "long")
     assert args == [jid] and lstore.get_job(jid)["dispatch"] == task_id
 
 
@@ -351,9 +364,6 @@ def test_a_redis_outage_in_the_middle_of_a_session_hand_over_does_not_strand_the
     before the slot could be freed again). Once Redis is back a live worker's beat must send a pass
     holding the slot; the slot stayed with a task never sent until it expired (the hard time limit
     plus a minute), and a session still INITIALIZING has no answers to queue a pass with."""
-    import time
-
-    import redis
 
     sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
     ss = SessionStore(lstore)
@@ -361,23 +371,9 @@ def test_a_redis_outage_in_the_middle_of_a_session_hand_over_does_not_strand_the
     assert ss.claim_update(sid, "pass-1")
     liveness.track(lstore.r, "dead:1", f"session:{sid}", "pass-1")
     _lose(lstore, "dead:1", 10)
-    where = lstore.r.connection_pool.connection_kwargs
-    relay = _CutOffRedis((where["host"], where["port"]), b"hand_over")
-    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
-    try:
-        cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))
-        lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})  # beat before
-        with pytest.raises(Exception):
-            liveness.beat(cut_off, "alive:2")
-        assert relay.down and _sent(lstore, "short") == []
-    finally:
-        relay.close()
-    deadline = time.monotonic() + 10
-    while not _sent(lstore, "short"):
-        assert time.monotonic() < deadline, lstore.r.get(ss._key(sid, ":update"))
-        _beat(lstore, "alive:2")
-        time.sleep(0.2)
-    [(name, task_id, args)] = _sent(lstore, "short")
+    _beat_cut_off_at(lstore, b"hand_over")
+    assert _sent(lstore, "short") == []
+    [(name, task_id, args)] = _sent_once_redis_is_back(lstore, "short")
     assert name == "shoal.session_update" and args == [sid]
     assert lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
 
