@@ -192,20 +192,34 @@ return 1
 def recover_worker(store, name):
     """Re-dispatch the jobs and session passes lost worker ``name`` was running.
 
+    Parameters
+    ----------
+    store : workers.store.Store
+    name : str
+        The lost worker (its entry in the ``workers`` heartbeat set).
+
     Returns
     -------
     list of str
         The units re-dispatched (``"job:{id}"``, ``"session:{id}"``; a job whose
         cancellation was asked for is CANCELLED instead).
+
+    Raises
+    ------
+    redis.RedisError
+        If its running hash cannot be read; a unit whose re-dispatch fails is
+        logged and left in the hash for the next recovery instead.
     """
     key = running_key(name)
     out = []
-    for unit, token in store.r.hgetall(key).items():
-        unit, token = unit.decode(), token.decode()
+    running = {unit.decode(): token.decode() for unit, token in store.r.hgetall(key).items()}
+    # the live workers' running hashes, read once: a session pass whose task runs there again is left alone
+    live = [running_key(w) for w in store.live_workers()] if any(u.startswith("session:") for u in running) else []
+    for unit, token in running.items():
         kind, _, uid = unit.partition(":")
         try:
             done = (_requeue_job(store, uid, name, token) if kind == "job"
-                    else _resume_session(store, uid, token, name) if kind == "session" else False)
+                    else _resume_session(store, uid, token, name, live) if kind == "session" else False)
         except Exception:  # noqa: BLE001 - one unit's failure must not keep the others lost
             log.exception("worker %s lost: %s not re-dispatched", name, unit)
             continue
@@ -238,13 +252,16 @@ def _requeue_job(store, jid, name, token):
     return True
 
 
-def _resume_session(store, sid, token, name):
+def _resume_session(store, sid, token, name, live):
     from .session_store import SessionStore
     from .submit import _app
 
     ss = SessionStore(store)
     unit = f"session:{sid}"
-    if any(store.r.hget(running_key(w), unit) == token.encode() for w in store.live_workers()):
+    pipe = store.r.pipeline(transaction=False)
+    for key in live:
+        pipe.hget(key, unit)
+    if token.encode() in pipe.execute():
         return False  # the lost task's message came back (a cold shutdown restores it) and runs elsewhere
     new = uuid.uuid4().hex
     # the lost worker's running hash names ``new`` from now on: if the task cannot be sent, the next
