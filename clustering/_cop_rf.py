@@ -27,6 +27,7 @@ from . import _cop_rf_kernels as _k
 from ._cop_rf_forest import _grow_batch, constraint_scores, forest_knn_graph
 from ._constraints import PairwiseConstraints, check_pairwise
 from ._metrics import constraint_satisfaction, violated_constraints
+from ._numba import HAVE_NUMBA
 from ._params import Interval, Options, validate_params
 from ._rca import check_n_features as check_rca_features
 from ._rca import rca_components
@@ -632,7 +633,7 @@ class COPRF(ClusterMixin, BaseEstimator):
             "n_graph_components": int(info["n_components_graph"]),
             "isolated_samples": [int(i) for i in info["zero_rows"]],
             "degenerate_forest": bool(degenerate),
-            "numba": bool(_k.HAVE_NUMBA),
+            "numba": bool(HAVE_NUMBA),
         }
         if cb is not None:
             cb("done", 1.0)

@@ -4,8 +4,9 @@ Applying the trees and turning leaf co-occurrence into an affinity:
 :mod:`clustering._cop_rf_affinity`.
 
 Every function here is plain numpy-subset Python compiled with numba
-(``cache=True, nogil=True``) when numba is importable; without numba the same
-code runs as ordinary Python (correct, but slow). Inputs are assumed valid.
+(``cache=True, nogil=True``, through :func:`clustering._numba.njit`) when numba
+is importable; without numba the same code runs as ordinary Python (correct,
+but slow). Inputs are assumed valid.
 
 Conventions (``specs/cop_rf.md``):
 
@@ -22,21 +23,7 @@ Conventions (``specs/cop_rf.md``):
 
 import numpy as np
 
-try:  # pragma: no cover - exercised implicitly
-    from numba import njit
-
-    HAVE_NUMBA = True
-except Exception:  # pragma: no cover - numba missing
-    HAVE_NUMBA = False
-
-    def njit(*args, **kwargs):
-        if len(args) == 1 and callable(args[0]) and not kwargs:
-            return args[0]
-
-        def wrap(fn):
-            return fn
-
-        return wrap
+from ._numba import njit
 
 
 # A split must improve the Gini impurity by more than this (CR-7 "> 0";
