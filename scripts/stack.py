@@ -93,10 +93,10 @@ class Stack:
         self.base_url = None
         self._worker_count = 0
 
-    def _spawn(self, name, args):
+    def _spawn(self, name, args, env=None):
         log = open(self.log_dir / f"{name}.log", "ab")
-        proc = subprocess.Popen(args, env=self.env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT,
-                                start_new_session=True)
+        proc = subprocess.Popen(args, env={**self.env, **(env or {})}, stdout=log, stderr=subprocess.STDOUT,
+                                cwd=ROOT, start_new_session=True)
         self.procs[name] = proc
         return proc
 
@@ -125,7 +125,9 @@ class Stack:
     def start_web(self, workers=2):
         port = free_port()
         proc = self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:service.gunicorn_conf", "-b",
-                                   f"127.0.0.1:{port}", "-w", str(workers), "service:create_app()"])
+                                   f"127.0.0.1:{port}", "-w", str(workers), "service:create_app()"],
+                           # gunicorn 25.1+ opens a control socket there (else ~/.gunicorn/, one for every stack)
+                           env={"XDG_RUNTIME_DIR": str(self.log_dir)})
         _wait_port(port, timeout=30, proc=proc)
         self.base_url = f"http://127.0.0.1:{port}"
         return self.base_url
