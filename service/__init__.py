@@ -4,7 +4,7 @@ from flask import Flask, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Api
 
-from . import auth, body, errors, request_id
+from . import auth, body, docs, errors, request_id
 from .config import Config
 
 
@@ -76,6 +76,8 @@ def create_app(config=None):
     app.before_request(body.check_unicode)
     app.after_request(_not_modified)
     idempotency.register(app)
+
+    app.register_blueprint(docs.blp)
 
     @app.get("/openapi.yaml")
     def openapi_yaml():

@@ -20,7 +20,7 @@ class Config:
     OPENAPI_URL_PREFIX = "/"
     OPENAPI_JSON_PATH = "openapi.json"
     OPENAPI_SWAGGER_UI_PATH = "/docs"
-    OPENAPI_SWAGGER_UI_URL = "https://cdn.jsdelivr.net/npm/swagger-ui-dist/"
+    OPENAPI_SWAGGER_UI_URL = "/docs/assets/"  # service.docs.ASSETS_URL: served from swagger-ui-bundle
     API_SPEC_OPTIONS = {
         "info": {
             "description": (

@@ -1,0 +1,32 @@
+"""/docs: Swagger UI served by the service itself, so the page works where there is no internet."""
+
+import re
+
+import pytest
+
+from service.docs import ASSETS
+
+
+def _loaded_files(page):
+    return re.findall(r'(?:src|href)="([^"]+)"', page)
+
+
+def test_the_docs_page_loads_nothing_from_another_host(client):
+    page = client.get("/docs").get_data(as_text=True)
+    files = _loaded_files(page)
+    assert len(files) == len(ASSETS), files
+    assert all(f.startswith("/docs/assets/") for f in files), files
+
+
+@pytest.mark.parametrize("name", sorted(ASSETS))
+def test_every_file_the_page_loads_is_served(client, name):
+    r = client.get(f"/docs/assets/{name}")
+    assert r.status_code == 200 and len(r.data) > 1000
+    assert r.mimetype == ("text/css" if name.endswith(".css") else "text/javascript")
+    assert "max-age=86400" in r.headers["Cache-Control"]
+
+
+@pytest.mark.parametrize("name", ["index.html", "swagger-ui.js.map", "../__init__.py", "nope.js"])
+def test_nothing_else_of_the_bundle_is(client, name):
+    r = client.get(f"/docs/assets/{name}")
+    assert r.status_code == 404 and r.mimetype == "application/problem+json"
