@@ -33,7 +33,7 @@ from schemas.sessions import (
     URASCParamsSchema,
 )
 from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
-from workers.submit import submit_session_update
+from workers.submit import send_session_update, submit_session_update
 
 from . import get_store, retry_after
 from .callbacks import check_callback_url
@@ -296,31 +296,29 @@ def post_answers(body, session_id):
     ss = _sessions()
     rec = session_or_404(ss, session_id)
     vocab = PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS
-    results, counts, ready = [], {"accepted": 0, "duplicate": 0, "late": 0, "rejected": 0}, False
+    results, valid = [], []
     for a in body["answers"]:
         item = {"question_id": a["question_id"], "assignment_id": a.get("assignment_id"), "reason": None}
         if a["answer"] not in vocab:
-            outcome, item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"
+            item["outcome"], item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"
         else:
-            outcome = ss.record_answer(session_id, a["question_id"], a["answer"], a.get("worker_id"),
-                                       a.get("assignment_id"), rec["revision"], rec["answers_per_question"])
-            if outcome == "accepted:ready":
-                outcome, ready = "accepted", True
-            elif outcome.startswith(("rejected:", "late:")):
-                outcome, item["reason"] = outcome.split(":", 1)
-        item["outcome"] = outcome
-        counts[outcome] += 1
+            valid.append(item)
         results.append(item)
-    deltas = dict(counts, answers_received=len(body["answers"]))
-    revision = ss.bump_counters(session_id, deltas, revision_step=1 if counts["accepted"] else 0, answers=counts,
-                                settled=not ready)
-    if revision is None:
+    # One atomic step records the answers and counts them (counters, revision): a request that dies
+    # before or after it leaves nothing uncounted, and its client's retry finds the answers duplicate.
+    recorded = ss.record_answers(session_id, [a for a in body["answers"] if a["answer"] in vocab], rec["revision"],
+                                 rec["answers_per_question"], refused=len(results) - len(valid))
+    if recorded is None:
         raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
-    # A request that recorded an answer closing a question and died before queueing the pass left the
-    # question waiting with nothing scheduled: the next answers (its client's retry) queue the pass.
-    if ready or ss.waiting_unscheduled(session_id):
-        submit_session_update(ss, session_id)
-    return {"results": results, "revision": revision}
+    for item, outcome in zip(valid, recorded.outcomes):
+        item["outcome"], _, reason = outcome.partition(":")
+        if item["outcome"] != "accepted":
+            item["reason"] = reason or None
+    # The step took the session's slot for this task when a pass is due (also when a request that
+    # recorded answers died before it queued the pass they need: its client's retry).
+    if recorded.enqueue:
+        send_session_update(ss, session_id, recorded.enqueue)
+    return {"results": results, "revision": recorded.revision}
 
 
 @blp.route("/<string:session_id>/model", methods=["GET"])

@@ -1,7 +1,7 @@
 """The Lua scripts of :class:`workers.session_store.SessionStore`.
 
-Each runs atomically inside Redis (``register_script``): recording an answer
-with its outcome and the budget, leasing questions to a worker, taking the
+Each runs atomically inside Redis (``register_script``): recording a batch of
+answers with their outcomes, the budget and the counters, leasing questions to a worker, taking the
 waiting questions for a pass, holding the re-clustering slot, ending a
 re-clustering pass, withdrawing questions, updating a record only while it
 exists. Kept apart from the store's Python so that each file stays readable;
@@ -15,95 +15,196 @@ redis.call('HSET', KEYS[1], unpack(ARGV))
 return 1
 """
 
-# Atomically record one answer: returns the outcome string. The budget: a
+# Atomically record a batch of answers with everything they count: each answer's
+# outcome, the session's counters, its revision and the service-wide answer counts,
+# in one step, so a request that dies (its worker killed, Redis gone) has either
+# recorded and counted the whole batch or nothing (answers were recorded one step
+# each and counted at the end: those recorded before a crash were never counted,
+# and the client's retry found them 'duplicate').
+#
+# KEYS: [1] the record, [2] the questions hash, [3] the assignments hash, [4] the
+# ready list, [5] the answer log, [6] the service-wide session stats hash, [7] the
+# re-clustering slot, [8] its pending flag, [9] the task that claimed the slot last
+# (SLOT_LUA); then two per answer: its question's answer list and lease zset.
+# ARGV: [1] answers per question, [2] the TTL (s) of the keys written, [3] the
+# record's updated_at (JSON), [4] answers of the request rejected before recording
+# (counted as received and rejected), [5] a new task id ('': request no pass),
+# [6] the slot's expiry (s),
+# then five per answer: question id, assignment id ('' none), the stored answer
+# (JSON), worker id ('' none), the logged answer (JSON, with its question id).
+#
+# Each answer, in order (an answer sees the batch's earlier ones): an assignment id
+# is recorded with the question it answered (sessions from before kept the outcome
+# instead, 'accepted' or 'late': those still count as a retry). A named worker
+# answers a question once: its answers are in the question's list. The budget: a
 # question that gets all its answers is committed to the model (record field
-# budget_committed = questions the model used + those waiting for it); once
-# that reaches the budget, answers are late (not recorded: a retry after a
-# pass left some questions unused is taken) and the worker's lease is dropped,
-# so the slot it held goes to whoever leases next. An assignment id
-# is recorded with the question it answered (sessions from before kept the
-# outcome instead, 'accepted' or 'late': those still count as a retry). A named
-# worker answers a question once: its answers are in the question's list. The
-# answering worker's lease on the question stops counting as outstanding
-# (score 0), so it is never leased that question again. A question whose
-# informative answers tie when it has its answers (as many must_link as
-# cannot_link, or yes as no; dont_know left out) stays open for one more
-# answer (its 'tie_breakers', the answers asked beyond ARGV[4], grows by one),
-# and closes once they no longer tie or after ARGV[4] extra answers.
-ANSWER_LUA = """
-local rec, qkey, akey, assign, ready, lease = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-local log = KEYS[7]
-local qid, assignment, payload, needed, worker = ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), ARGV[5]
-local ttl, logged = tonumber(ARGV[6]), ARGV[7]
-if redis.call('EXISTS', rec) == 0 then return 'rejected:the session was deleted' end
-if assignment ~= '' then
-  local used = redis.call('HGET', assign, assignment)
-  if used == qid or used == 'accepted' or used == 'late' then return 'duplicate' end
-  if used then
-    return "rejected:assignment_id '" .. assignment .. "' was already used for question " .. used
-  end
-end
-local q = redis.call('HGET', qkey, qid)
-if not q then return 'rejected:unknown question_id' end
-if worker ~= '' then
-  for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
-    local given = cjson.decode(raw)
-    if given['worker_id'] == worker then
-      local first = given['assignment_id']
-      return 'rejected:worker ' .. worker .. ' already answered this question'
-        .. (type(first) == 'string' and (' (assignment_id ' .. first .. ')') or '')
-    end
-  end
-end
-local question = cjson.decode(q)
-if question['status'] ~= 'open' then
-  if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
-  if question['status'] == 'withdrawn' then return 'late:the question was withdrawn (no longer asked)' end
-  return 'late:the question already has its answers'
-end
+# budget_committed = questions the model used + those waiting for it); once that
+# reaches the budget, answers are late (not recorded: a retry after a pass left
+# some questions unused is taken) and the worker's lease is dropped, so the slot
+# it held goes to whoever leases next. The answering worker's lease on the
+# question stops counting as outstanding (score 0), so it is never leased that
+# question again. A question whose informative answers tie when it has its answers
+# (as many must_link as cannot_link, or yes as no; dont_know left out) stays open
+# for one more answer (its 'tie_breakers', the answers asked beyond ARGV[1], grows
+# by one), and closes once they no longer tie or after ARGV[1] extra answers.
+#
+# The batch: the counters get answers_received and one per outcome; the revision
+# grows by one when an answer was accepted; when none of them closed a question,
+# the model was up to date with the revision before and no question waits for it,
+# observed_revision moves with the revision (the model is up to date with answers
+# that change nothing it uses).
+#
+# A re-clustering pass is due when an answer closed a question, when a
+# duplicate's question waits for a pass that has not taken it yet (the request
+# that recorded it may have died before it queued the pass), or when questions
+# wait with no pass running or queued (such a request's doing too). Then, as
+# SessionStore.request_update does: a free slot is taken for task ARGV[5], which
+# the caller must enqueue; a slot held sets the pending flag (the task holding it
+# queues one more pass at its end). A slot held by a task that has not claimed it
+# (SLOT_LUA 'claim' records the claim in KEYS[9]) while a duplicate's question
+# waits is taken over for ARGV[5] too: it may have been reserved by the request
+# that died before enqueueing its task, which would hold it, and the questions,
+# until it expires. If that task was queued after all, it finds the slot not its
+# own and runs nothing.
+#
+# Returns false if the session does not exist (nothing written), else
+# {revision, enqueue, outcome 1, outcome 2, ...}: an outcome is 'accepted',
+# 'accepted:ready' (the question now has all its answers), 'duplicate',
+# 'late:<reason>' or 'rejected:<reason>'; enqueue is 1 when the slot is now
+# ARGV[5]'s (the caller enqueues that task), else 0.
+ANSWERS_LUA = """
+local rec, qkey, assign, ready, log, stats, slot = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
+local pending, claimed = KEYS[8], KEYS[9]
+local needed, ttl, updated, refused = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
+local token, slot_ttl = ARGV[5], tonumber(ARGV[6])
+if redis.call('EXISTS', rec) == 0 then return false end
 local budget = tonumber(redis.call('HGET', rec, 'budget'))
 local committed = tonumber(redis.call('HGET', rec, 'budget_committed'))
 if not committed then  -- a session from before the field
   committed = tonumber(redis.call('HGET', rec, 'budget_used')) + redis.call('LLEN', ready)
 end
-if committed >= budget then
-  if worker ~= '' then redis.call('ZREM', lease, worker) end  -- frees its slot for when the budget frees up
-  return 'late:budget exhausted: the model has used, or is being told, all ' .. budget .. ' questions'
-end
-if worker ~= '' then
-  redis.call('ZADD', lease, 0, worker)
-  redis.call('EXPIRE', lease, ttl)
-end
-redis.call('RPUSH', akey, payload)
-redis.call('EXPIRE', akey, ttl)
-redis.call('RPUSH', log, logged)
-redis.call('EXPIRE', log, ttl)
-question['n_answers'] = question['n_answers'] + 1
-local outcome = 'accepted'
-local extra = question['n_answers'] - needed
-local tied = false
-if extra >= 0 and extra < needed then
-  local counts, first, second = {}, 0, 0
-  for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
-    local word = cjson.decode(raw)['answer']
-    if word ~= 'dont_know' then counts[word] = (counts[word] or 0) + 1 end
+local committed_before = committed
+local waiting_dup = false
+
+local function record(qid, assignment, payload, worker, logged, akey, lease)
+  if assignment ~= '' then
+    local used = redis.call('HGET', assign, assignment)
+    if used == qid or used == 'accepted' or used == 'late' then
+      if used == qid and not waiting_dup then
+        local raw = redis.call('HGET', qkey, qid)
+        if raw and cjson.decode(raw)['status'] == 'ready' and redis.call('LPOS', ready, qid) then
+          waiting_dup = true
+        end
+      end
+      return 'duplicate'
+    end
+    if used then
+      return "rejected:assignment_id '" .. assignment .. "' was already used for question " .. used
+    end
   end
-  for _, n in pairs(counts) do
-    if n > first then first, second = n, first elseif n > second then second = n end
+  local q = redis.call('HGET', qkey, qid)
+  if not q then return 'rejected:unknown question_id' end
+  if worker ~= '' then
+    for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
+      local given = cjson.decode(raw)
+      if given['worker_id'] == worker then
+        local first = given['assignment_id']
+        return 'rejected:worker ' .. worker .. ' already answered this question'
+          .. (type(first) == 'string' and (' (assignment_id ' .. first .. ')') or '')
+      end
+    end
   end
-  tied = first > 0 and first == second
+  local question = cjson.decode(q)
+  if question['status'] ~= 'open' then
+    if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
+    if question['status'] == 'withdrawn' then return 'late:the question was withdrawn (no longer asked)' end
+    return 'late:the question already has its answers'
+  end
+  if committed >= budget then
+    if worker ~= '' then redis.call('ZREM', lease, worker) end  -- frees its slot for when the budget frees up
+    return 'late:budget exhausted: the model has used, or is being told, all ' .. budget .. ' questions'
+  end
+  if worker ~= '' then
+    redis.call('ZADD', lease, 0, worker)
+    redis.call('EXPIRE', lease, ttl)
+  end
+  redis.call('RPUSH', akey, payload)
+  redis.call('EXPIRE', akey, ttl)
+  redis.call('RPUSH', log, logged)
+  question['n_answers'] = question['n_answers'] + 1
+  local outcome = 'accepted'
+  local extra = question['n_answers'] - needed
+  local tied = false
+  if extra >= 0 and extra < needed then
+    local counts, first, second = {}, 0, 0
+    for _, raw in ipairs(redis.call('LRANGE', akey, 0, -1)) do
+      local word = cjson.decode(raw)['answer']
+      if word ~= 'dont_know' then counts[word] = (counts[word] or 0) + 1 end
+    end
+    for _, n in pairs(counts) do
+      if n > first then first, second = n, first elseif n > second then second = n end
+    end
+    tied = first > 0 and first == second
+  end
+  if tied then
+    question['tie_breakers'] = extra + 1
+  elseif extra >= 0 then
+    question['status'] = 'ready'
+    redis.call('RPUSH', ready, qid)
+    committed = committed + 1
+    outcome = 'accepted:ready'
+  end
+  redis.call('HSET', qkey, qid, cjson.encode(question))
+  if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
+  return outcome
 end
-if tied then
-  question['tie_breakers'] = extra + 1
-elseif extra >= 0 then
-  question['status'] = 'ready'
-  redis.call('RPUSH', ready, qid)
-  redis.call('HSET', rec, 'budget_committed', committed + 1)
-  outcome = 'accepted:ready'
+
+local out, counts = {}, {accepted = 0, duplicate = 0, late = 0, rejected = refused}
+local closed = false
+local n = (#ARGV - 6) / 5
+for i = 1, n do
+  local a = 6 + 5 * (i - 1)
+  local outcome = record(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
+                         KEYS[9 + 2 * i - 1], KEYS[9 + 2 * i])
+  if outcome == 'accepted:ready' then closed = true end
+  local word = string.match(outcome, '^[a-z]+')
+  counts[word] = counts[word] + 1
+  out[i + 2] = outcome
 end
-redis.call('HSET', qkey, qid, cjson.encode(question))
-if assignment ~= '' then redis.call('HSET', assign, assignment, qid) end
-return outcome
+if counts['accepted'] > 0 then redis.call('EXPIRE', log, ttl) end
+if committed ~= committed_before then redis.call('HSET', rec, 'budget_committed', committed) end
+
+local counters = cjson.decode(redis.call('HGET', rec, 'counters'))
+counters['answers_received'] = (counters['answers_received'] or 0) + n + refused
+for word, k in pairs(counts) do
+  counters[word] = (counters[word] or 0) + k
+  if k > 0 then redis.call('HINCRBY', stats, 'answers:' .. word, k) end
+end
+local revision = tonumber(redis.call('HGET', rec, 'revision'))
+local waiting = redis.call('LLEN', ready)
+local fields = {'counters', cjson.encode(counters), 'updated_at', updated}
+if counts['accepted'] > 0 then
+  if not closed and waiting == 0 and tonumber(redis.call('HGET', rec, 'observed_revision')) == revision then
+    table.insert(fields, 'observed_revision')
+    table.insert(fields, revision + 1)
+  end
+  revision = revision + 1
+  table.insert(fields, 'revision')
+  table.insert(fields, revision)
+end
+redis.call('HSET', rec, unpack(fields))
+out[1] = revision
+out[2] = 0
+local holder = redis.call('GET', slot)
+if token ~= '' and (closed or waiting_dup or (waiting > 0 and not holder)) then
+  if not holder or (waiting_dup and holder ~= redis.call('GET', claimed)) then
+    redis.call('SET', slot, token, 'EX', slot_ttl)
+    out[2] = 1
+  else
+    redis.call('SET', pending, '1', 'EX', slot_ttl)
+  end
+end
+return out
 """
 
 
@@ -112,7 +213,7 @@ return outcome
 # answers plus the other workers' outstanding leases (younger than ARGV[4]
 # seconds, not yet answered) are fewer than the answers it needs (ARGV[5]).
 # Lease keys are built from the prefix ARGV[6] (one Redis, not a cluster).
-# A question waiting for tie-breakers needs that many answers more (ANSWER_LUA).
+# A question waiting for tie-breakers needs that many answers more (ANSWERS_LUA).
 # ARGV[2] '' (an untracked caller): the pool's first open questions, no lease
 # recorded and no slot checked. Within the budget (KEYS[3] the record, KEYS[4] the ready list): a question
 # nobody holds or answered yet is handed out only while the questions committed
@@ -184,9 +285,11 @@ return redis.call('LRANGE', KEYS[2], 0, -1)
 # The session's re-clustering slot KEYS[1], held by a task id: ARGV[1] 'claim'
 # (task ARGV[2] starts a pass: take the slot if it is free or its own), 'hand_over'
 # (to task ARGV[3]) or 'release', each only by the task holding it; ARGV[4] the
-# expiry (s) set. Returns 1 if done, 0 if another task holds the slot. A hand-over
-# given KEYS[2] (a lost worker's running hash, workers.liveness) also records the
-# new task there, under field ARGV[5].
+# expiry (s) set. Returns 1 if done, 0 if another task holds the slot. A claim
+# given KEYS[2] records the task there (the slot's holder has started: ANSWERS_LUA
+# takes over only a slot whose holder has not). A hand-over given KEYS[2] (a lost
+# worker's running hash, workers.liveness) also records the new task there, under
+# field ARGV[5].
 SLOT_LUA = """
 local holder = redis.call('GET', KEYS[1])
 local op, token = ARGV[1], ARGV[2]
@@ -195,6 +298,7 @@ if op == 'claim' then
   -- then (its worker killed by the upgrade) would otherwise wait for it to expire (up to an hour).
   if holder and holder ~= token and holder ~= 'running' then return 0 end
   redis.call('SET', KEYS[1], token, 'EX', tonumber(ARGV[4]))
+  if KEYS[2] then redis.call('SET', KEYS[2], token, 'EX', tonumber(ARGV[4])) end
   return 1
 end
 if holder ~= token then return 0 end

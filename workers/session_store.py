@@ -18,6 +18,8 @@ Layout (prefix ``shoal:session:{id}``)::
                               (a pass killed or failed before its commit leaves them to the next)
     :update           string  the id of the Celery task that runs (or is queued to run) the next pass
     :update_pending   string  set when answers arrive during a run (coalescing)
+    :update_claimed   string  the task that last claimed the slot (started its pass): a slot whose
+                              holder has not may be taken over by a retry (record_answers)
 
 and ``shoal:sessions``, a sorted set of session ids by creation time (listing).
 
@@ -27,13 +29,15 @@ re-clustering run on a worker (``workers.session_tasks``).
 
 import json
 import time
+import uuid
+from typing import NamedTuple
 
 from redis.exceptions import WatchError
 
 from . import stats
 from .config import PREFIX
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
-from .session_scripts import (ANSWER_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_READY_LUA, UPDATE_LUA,
+from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_READY_LUA, UPDATE_LUA,
                               WITHDRAW_LUA)
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
@@ -44,6 +48,15 @@ _INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listin
 DEFAULT_LEASE_SECONDS = 600
 #: Session states in which a worker may still read the session's dataset.
 OPEN_STATES = ("INITIALIZING", "ACTIVE")
+
+
+class RecordedAnswers(NamedTuple):
+    """What :meth:`SessionStore.record_answers` did with a batch of answers."""
+
+    outcomes: list
+    revision: int
+    #: The task id the caller must enqueue (it holds the session's slot now), or None.
+    enqueue: str = None
 
 
 class PassSuperseded(Exception):
@@ -64,7 +77,7 @@ class SessionStore:
         self.store = store
         self.r = store.r
         self.settings = store.settings
-        self._answer_script = self.r.register_script(ANSWER_LUA)
+        self._answers_script = self.r.register_script(ANSWERS_LUA)
         self._update_script = self.r.register_script(UPDATE_LUA)
         self._lease_script = self.r.register_script(LEASE_LUA)
         self._finish_script = self.r.register_script(FINISH_PASS_LUA)
@@ -193,54 +206,6 @@ class SessionStore:
             self.r.delete(*keys[i:i + 500])
         return existed
 
-    def bump_counters(self, sid, deltas, *, revision_step=0, answers=None, settled=False):
-        """Add to counters (and the revision) with an optimistic transaction.
-
-        Parameters
-        ----------
-        sid : str
-        deltas : dict of str to int
-            Added to the record's ``counters``.
-        revision_step : int, default=0
-            Added to the revision (1 for an answers request that added an answer).
-        answers : dict of str to int or None
-            Outcome -> count of one answers request, added to the service-wide
-            counters of ``GET /metrics`` in the same transaction.
-        settled : bool, default=False
-            The request's answers changed nothing the model uses (they closed
-            no question). If the model was up to date with the revision before
-            them and no question waits for it, ``observed_revision`` moves to
-            the new revision in the same transaction: the model is up to date
-            with these answers without a pass. Otherwise the pass that is due
-            (running or queued) brings it there (:meth:`finish_pass`).
-
-        Returns
-        -------
-        int or None
-            The new revision, or None if the session does not exist.
-        """
-        key, ready = self._key(sid), self._key(sid, ":ready")
-
-        def tx(pipe):
-            raw = pipe.hmget(key, ["counters", "revision", "observed_revision"])
-            if raw[0] is None:  # deleted meanwhile
-                pipe.unwatch()
-                return None
-            counters, revision, observed = json.loads(raw[0]), json.loads(raw[1]), json.loads(raw[2])
-            for k, v in deltas.items():
-                counters[k] = counters.get(k, 0) + v
-            fields = {"counters": json.dumps(counters), "revision": json.dumps(revision + revision_step),
-                      "updated_at": json.dumps(utcnow_iso())}
-            if settled and revision_step and observed == revision and not pipe.llen(ready):
-                fields["observed_revision"] = json.dumps(revision + revision_step)
-            pipe.multi()
-            pipe.hset(key, mapping=fields)
-            if answers:
-                stats.answers_recorded(pipe, answers)
-            return revision + revision_step
-
-        return self.r.transaction(tx, key, ready, value_from_callable=True)
-
     # ----------------------------------------------------------- estimator state
     def save_state(self, sid, state):
         self.r.set(self._key(sid, ":state"), dumps(state), ex=self.settings.job_ttl)
@@ -316,7 +281,7 @@ class SessionStore:
                 doc = {"question_id": q["question_id"], "type": q["type"], "items": q["items"],
                        "status": "open", "n_answers": old["n_answers"] if old else 0, "created_revision": revision,
                        "sample": q.get("sample"), "score": q.get("score")}
-                if old and old.get("tie_breakers"):  # it still waits for them (record_answer)
+                if old and old.get("tie_breakers"):  # it still waits for them (record_answers)
                     doc["tie_breakers"] = old["tie_breakers"]
                 pipe.hset(qkey, q["question_id"], json.dumps(doc))
                 existing[q["question_id"]] = doc
@@ -345,7 +310,7 @@ class SessionStore:
         questions : list of dict
             The question documents (``question_id``, ``type``, ``items``,
             ``status``, ``n_answers``, ``created_revision``, ``tie_breakers``
-            (see :meth:`record_answer`), and once closed ``aggregated`` and
+            (see :meth:`record_answers`), and once closed ``aggregated`` and
             ``model_outcome``; None before), each with
             ``answers``: its recorded answers (``worker_id``,
             ``assignment_id``, ``answer``, ``revision``) in arrival order.
@@ -378,7 +343,7 @@ class SessionStore:
         only while it still has a free slot: its answers plus the leases other
         workers hold on it (younger than ``lease_seconds`` and not answered yet)
         are fewer than ``answers_per_question`` plus its ``tie_breakers``
-        (:meth:`record_answer`). So a crowd spreads over the
+        (:meth:`record_answers`). So a crowd spreads over the
         pool instead of all answering its first questions, whose later answers
         would arrive ``late`` (bench/speed_crowd.py: 61-89% of the answers of
         12-48 workers before). A lease not answered within ``lease_seconds``
@@ -417,11 +382,15 @@ class SessionStore:
                                        self._key(sid, ":lease:"), self.settings.job_ttl])
         return [json.loads(q) for q in raw]
 
-    def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision, answers_per_question=None):
-        """Append one answer atomically.
+    def record_answers(self, sid, answers, revision, answers_per_question=None, *, refused=0, request_pass=True):
+        """Record a batch of answers and count them, in one atomic step (one round trip).
 
-        ``answers_per_question`` is the session's (the caller usually holds the
-        record already); None reads it from the record.
+        The answers, their outcomes, the session's counters and revision and
+        the service-wide answer counts of ``GET /metrics`` are written by one
+        script (``ANSWERS_LUA``): a request that dies at any point has recorded
+        and counted all of its answers or none. Recorded one step each and
+        counted at the end, the answers stored before a crash were never
+        counted, and the client's retry found them ``duplicate``.
 
         A question whose informative answers tie once it has
         ``answers_per_question`` of them (as many must_link as cannot_link, or
@@ -434,34 +403,90 @@ class SessionStore:
         used one question of the budget (URASC takes a dont_know as asked);
         the question counts once against the budget whatever its answers.
 
+        Parameters
+        ----------
+        sid : str
+        answers : sequence of dict
+            ``question_id``, ``answer``, and optionally ``worker_id`` and
+            ``assignment_id`` (None: untracked), in the order given.
+        revision : int
+            The session's revision when the answers arrived (stored with each).
+        answers_per_question : int or None
+            The session's; read from its record when None.
+        refused : int, default=0
+            Answers of the same request rejected before recording (a word
+            outside the session's vocabulary): counted as received and
+            rejected in the same step.
+        request_pass : bool, default=True
+            Take the slot or mark a pass pending when one is due (see Notes);
+            False: the caller runs the passes itself (tests, tools).
+
         Returns
         -------
-        outcome : str
-            ``accepted``, ``accepted:ready`` (the question now has enough
-            answers, and they do not tie), ``duplicate`` (the assignment id
-            answered this question before: a retry, nothing recorded),
-            ``late:<reason>`` (question closed or withdrawn, or the budget is
-            used up: the model has used or is being told ``budget``
-            questions) or ``rejected:<reason>``
-            (unknown question, an assignment id already used for another
-            question, or a worker answering a question it answered before;
-            nothing is recorded, so a retry is rejected again).
+        RecordedAnswers or None
+            None if the session does not exist (nothing written). Otherwise
+            ``outcomes``, one per answer: ``accepted``, ``accepted:ready``
+            (the question now has enough answers, and they do not tie),
+            ``duplicate`` (the assignment id answered this question before: a
+            retry, nothing recorded), ``late:<reason>`` (question closed or
+            withdrawn, or the budget is used up: the model has used or is
+            being told ``budget`` questions) or ``rejected:<reason>`` (unknown
+            question, an assignment id already used for another question, or a
+            worker answering a question it answered before; nothing is
+            recorded, so a retry is rejected again); ``revision``, the
+            session's revision after the batch (one more than before when an
+            answer was accepted); ``enqueue``, the id of the re-clustering task
+            the caller must enqueue (:func:`workers.submit.send_session_update`),
+            the session's slot being that task's now, or None.
+
+        Notes
+        -----
+        A pass is due when an answer closed a question, when a duplicate's
+        question waits for a pass that has not taken it yet, or when questions
+        wait with no pass running or queued. The last two are what a request
+        that recorded answers and died before it queued their pass leaves
+        behind, so its client's retry queues it. A free slot is taken for a new
+        task (``enqueue``); one held marks the next pass pending, as
+        :meth:`request_update` does, except a slot whose holder has not started
+        (:meth:`claim_update`) while a duplicate's question waits: the dead
+        request may have taken it and never enqueued its task, which would hold
+        the slot, and the questions, until the slot expires, so the retry's
+        task takes it over (a task that was enqueued after all runs nothing,
+        :meth:`claim_update` being false for it).
         """
-        given = {"answer": answer, "worker_id": worker_id, "assignment_id": assignment_id,
-                 "revision": revision, "at": time.time()}
-        keys = [self._key(sid, ":questions"), self._key(sid, f":answers:{qid}"),
-                self._key(sid, ":assignments"), self._key(sid, ":ready"), self._key(sid, f":lease:{qid}"),
-                self._key(sid, ":answer_log")]
         if answers_per_question is None:  # the caller has not read the record
             rec = self.get(sid)
             if rec is None:
-                return "rejected:the session was deleted"
+                return None
             answers_per_question = rec["answers_per_question"]
-        out = self._answer_script(keys=[self._key(sid)] + keys,
-                                  args=[qid, assignment_id or "", json.dumps(given), answers_per_question,
-                                        worker_id or "", self.settings.job_ttl,
-                                        json.dumps({"question_id": qid, **given})])
-        return out.decode() if isinstance(out, bytes) else out
+        now = time.time()
+        token = uuid.uuid4().hex if request_pass else ""
+        keys = [self._key(sid), self._key(sid, ":questions"), self._key(sid, ":assignments"),
+                self._key(sid, ":ready"), self._key(sid, ":answer_log"), stats.SESSIONS, self._key(sid, ":update"),
+                self._key(sid, ":update_pending"), self._key(sid, ":update_claimed")]
+        args = [answers_per_question, self.settings.job_ttl, json.dumps(utcnow_iso(now)), int(refused), token,
+                self._slot_ttl()]
+        for a in answers:
+            qid, worker, assignment = a["question_id"], a.get("worker_id"), a.get("assignment_id")
+            given = {"answer": a["answer"], "worker_id": worker, "assignment_id": assignment, "revision": revision,
+                     "at": time.time()}  # arrival order (_rebuild_answer_log sorts by it)
+            keys += [self._key(sid, f":answers:{qid}"), self._key(sid, f":lease:{qid}")]
+            logged = json.dumps({"question_id": qid, **given})
+            args += [qid, assignment or "", json.dumps(given), worker or "", logged]
+        out = self._answers_script(keys=keys, args=args)
+        if out is None:
+            return None
+        outcomes = [o.decode() if isinstance(o, bytes) else o for o in out[2:]]
+        return RecordedAnswers(outcomes, int(out[0]), token if int(out[1]) else None)
+
+    def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision, answers_per_question=None):
+        """Record and count one answer, a batch of one (:meth:`record_answers`) requesting no
+        pass (the caller runs them); returns its outcome, ``rejected:the session was deleted``
+        if the session does not exist."""
+        done = self.record_answers(sid, [{"question_id": qid, "answer": answer, "worker_id": worker_id,
+                                          "assignment_id": assignment_id}], revision, answers_per_question,
+                                   request_pass=False)
+        return "rejected:the session was deleted" if done is None else done.outcomes[0]
 
     def question(self, sid, qid):
         raw = self.r.hget(self._key(sid, ":questions"), qid)
@@ -696,9 +721,11 @@ class SessionStore:
         bool
             True (and the slot's expiry restarts) if the slot is the task's,
             free, or held as code before 2026-11-27 left it ("running");
-            False if another task holds it (that task runs the pass).
+            False if another task holds it (that task runs the pass). The
+            claim is recorded (``:update_claimed``): a slot whose holder has
+            started is never taken over (:meth:`record_answers`).
         """
-        return bool(self._slot_script(keys=[self._key(sid, ":update")],
+        return bool(self._slot_script(keys=[self._key(sid, ":update"), self._key(sid, ":update_claimed")],
                                       args=["claim", token, "", self._slot_ttl()]))
 
     def hand_over_update(self, sid, token, new_token, record=None):
@@ -724,20 +751,6 @@ class SessionStore:
             keys.append(record[0])
             args.append(record[1])
         return bool(self._slot_script(keys=keys, args=args))
-
-    def waiting_unscheduled(self, sid):
-        """Whether questions wait for the model with no pass running or queued for them.
-
-        The request whose answer closed them queues that pass after recording
-        it; a request that died in between (its worker killed, Redis gone for
-        a moment) left them waiting, and its client's retry finds its answers
-        ``duplicate`` and closes nothing.
-        """
-        pipe = self.r.pipeline(transaction=False)
-        pipe.llen(self._key(sid, ":ready"))
-        pipe.exists(self._key(sid, ":update"))
-        waiting, scheduled = pipe.execute()
-        return bool(waiting) and not scheduled
 
     def take_pending(self, sid):
         """Consume the pending flag; True if another pass is needed."""

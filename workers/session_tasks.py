@@ -212,7 +212,7 @@ def update_once(store, ss, sid, token=None):
     is reported under ``disagreements`` with
     its ``tie_breakers``, the answers it got beyond ``answers_per_question``
     because they tied, and ``tied``, whether its informative votes still tie:
-    :meth:`SessionStore.record_answer`) and what the estimator did with it (``model_outcome``: ``accepted``, or
+    :meth:`SessionStore.record_answers`) and what the estimator did with it (``model_outcome``: ``accepted``, or
     ``implied`` / ``duplicate`` / ``conflict`` / ``rejected`` /
     ``over_budget``, which the model did not use and the session counts under
     ``questions_unused``). Once the budget is used up, or nothing is left to

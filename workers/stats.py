@@ -1,8 +1,9 @@
 """Service-wide counters in Redis, for ``GET /metrics`` (Prometheus).
 
 Every web and worker process adds to two Redis hashes in the same
-transaction that writes the record being counted, so the counts are exact
-across gunicorn and Celery processes and survive their restarts:
+transaction that writes the record being counted (answers: in the script
+that records them, ``workers.session_scripts.ANSWERS_LUA``), so the counts
+are exact across gunicorn and Celery processes and survive their restarts:
 
     shoal:stats:jobs       submitted:{method}, finished:{method}:{state},
                            run_seconds_sum:{method}, run_seconds_count:{method},
@@ -60,13 +61,6 @@ def session_pass_redispatched(pipe):
 
 def session_created(pipe, question_type):
     pipe.hincrby(SESSIONS, f"created:{question_type}", 1)
-
-
-def answers_recorded(pipe, counts):
-    """``counts``: outcome word -> number of answers of one request."""
-    for outcome, n in counts.items():
-        if n:
-            pipe.hincrby(SESSIONS, f"answers:{outcome}", int(n))
 
 
 def session_pass(pipe, state, seconds):

@@ -76,8 +76,27 @@ def submit_session_update(session_store, session_id):
     (:meth:`workers.session_store.SessionStore.request_update`)."""
     token = uuid.uuid4().hex
     if session_store.request_update(session_id, token):
-        try:
-            _app(session_store.settings).send_task("shoal.session_update", args=[session_id], task_id=token)
-        except Exception:
-            session_store.finish_update(session_id, token)
-            raise
+        send_session_update(session_store, session_id, token)
+
+
+def send_session_update(session_store, session_id, token):
+    """Enqueue the re-clustering task ``token``, which holds the session's slot.
+
+    Parameters
+    ----------
+    session_store : workers.session_store.SessionStore
+    session_id : str
+    token : str
+        The task id the slot holds (``request_update`` or ``record_answers`` took it).
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable: the slot is freed first (the next answers
+        that find questions waiting queue their pass) and the error propagates.
+    """
+    try:
+        _app(session_store.settings).send_task("shoal.session_update", args=[session_id], task_id=token)
+    except Exception:
+        session_store.finish_update(session_id, token)
+        raise

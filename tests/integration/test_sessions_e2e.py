@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 import requests
+from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load
@@ -222,6 +223,77 @@ def test_a_partial_answer_keeps_the_model_up_to_date_without_a_pass(live):
     assert s["last_pass_seconds"] == before["last_pass_seconds"] and s["updated_at"] > before["updated_at"]
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     assert model["observed_revision"] == res["revision"]
+
+
+def _web_workers(stack):
+    """The pids of the gunicorn workers under the test stack's gunicorn master (which we started)."""
+    master = stack.procs["web"].pid
+    with open(f"/proc/{master}/task/{master}/children") as f:
+        return [int(p) for p in f.read().split()]
+
+
+def test_answers_whose_request_was_killed_midway_are_counted_once_retried(stack, live):
+    """SIGKILL of the web workers while a 1000-answer batch is being recorded, then the client's retry.
+
+    The answers were recorded one Redis step each and counted at the end: those recorded before the
+    kill were stored but never counted, and the retry found them ``duplicate``, so ``accepted`` stayed
+    short of the stored answers for good (and the revision with them when the retry accepted nothing).
+    Killed once the answers were recorded, the request may have taken the re-clustering slot for a task
+    it never queued: the retry must still get the questions their pass.
+    """
+    import os
+    import signal
+    import threading
+
+    import redis
+
+    from scripts.stack import wait_ready
+    from workers.config import PREFIX
+
+    X, y = make_blobs(600, centers=4, random_state=0)
+    r = requests.post(f"{live}/v1/sessions", json={"dataset_id": upload(live, X, y), "budget": 1000,
+                                                   "answers_per_question": 10, "pool_size": 100,
+                                                   "strategy": "random"}, timeout=30)
+    sid = r.json()["id"]
+    _wait_up_to_date(live, sid)
+    qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 100}, timeout=30).json()["questions"]
+    assert len(qs) == 100
+    batch = [{"question_id": q["question_id"], "answer": "must_link" if y[q["items"][0]] == y[q["items"][1]]
+              else "cannot_link", "worker_id": f"w{k}", "assignment_id": f"w{k}-{q['question_id']}"}
+             for k in range(10) for q in qs]
+    rd = redis.Redis.from_url(stack.redis_url)
+    log = f"{PREFIX}session:{sid}:answer_log"
+    lost = []
+
+    def post():
+        try:
+            lost.append(requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=60))
+        except requests.ConnectionError as exc:
+            lost.append(exc)
+
+    workers = _web_workers(stack)
+    sender = threading.Thread(target=post)
+    sender.start()
+    deadline = time.monotonic() + 30
+    while not rd.llen(log) and time.monotonic() < deadline:
+        pass
+    for pid in workers:  # as the OOM killer would: mid-request, no cleanup
+        os.kill(pid, signal.SIGKILL)
+    sender.join(60)
+    stored = rd.llen(log)
+    assert isinstance(lost[0], requests.ConnectionError), "the request ended before the kill"
+    assert 0 < stored
+    wait_ready(live, timeout=60)  # gunicorn's master started new workers
+    res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=60).json()
+    outcomes = [x["outcome"] for x in res["results"]]
+    assert outcomes.count("duplicate") == stored and outcomes.count("accepted") == len(batch) - stored
+    assert res["revision"] == 1  # one batch was accepted: the lost one (it recorded answers), or the retry
+    s = _wait_up_to_date(live, sid)
+    c = s["counters"]
+    assert c["accepted"] == len(batch) == rd.llen(log), c  # every stored answer counted, once
+    assert c["answers_received"] == c["accepted"] + c["duplicate"] + c["late"] + c["rejected"] == stored + 1000
+    assert (c["duplicate"], s["revision"], c["questions_closed"]) == (stored, 1, 100), s
+    assert s["budget_used"] + c["questions_unused"] == 100
 
 
 def test_triplet_crowd_session_beats_unconstrained_baseline(live):

@@ -320,6 +320,82 @@ def test_a_retry_of_answers_whose_request_died_queues_the_pass_they_need(client,
     assert not store.r.exists(ss._key(sid, ":update"))
 
 
+class _WorkerKilled(BaseException):
+    """What the request sees where its gunicorn worker was killed (nothing after it runs)."""
+
+
+def _killed(*args, **kwargs):
+    raise _WorkerKilled
+
+
+def _post_then_die(client, sid, monkeypatch, *items):
+    """POST answers whose request dies once Redis has them, where it would queue the pass they need
+    (if it has anything left to do there)."""
+    import service.sessions
+
+    with monkeypatch.context() as m:
+        m.setattr(service.sessions, "submit_session_update", _killed)
+        m.setattr(service.sessions, "send_session_update", _killed, raising=False)
+        try:
+            _answer(client, sid, *items)
+        except _WorkerKilled:
+            pass
+
+
+def test_a_retry_of_answers_whose_request_died_during_a_pass_queues_the_next_pass(
+        client, store, blobs_dataset, monkeypatch):
+    """The answer closed a question after the running pass took the waiting ones, and the request died
+    before marking the next pass due: its client's retry is a duplicate, and must mark it (it found the
+    slot held and queued nothing, so the question waited until some later answer closed another)."""
+    sid, ss = _open(client, store, blobs_dataset[0])
+    q1, q2 = (q["question_id"] for q in ss.lease(sid, 2, None))
+    assert ss.claim_update(sid, "pass-1") and ss.pop_ready(sid) == []  # a pass running, nothing waited
+    _post_then_die(client, sid, monkeypatch, (q1, "must_link", "w1", "a1"))
+    res = _answer(client, sid, (q1, "must_link", "w1", "a1"))
+    assert res["results"][0]["outcome"] == "duplicate" and res["revision"] == 1
+    assert ss.take_pending(sid), "the pass running does not know that the question waits for the next"
+    assert store.r.get(ss._key(sid, ":update")) == b"pass-1"  # the running pass keeps its slot
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["counters"]["accepted"], s["counters"]["duplicate"], s["budget_committed"]) == (1, 1, 1), s
+    # a retry of answers whose question a running pass took marks nothing
+    ss.finish_update(sid, "pass-1")
+    _answer(client, sid, (q2, "must_link", "w1", "a2"))  # queues a pass (no worker consumes the test queue)
+    ss.finish_update(sid)
+    assert ss.claim_update(sid, "pass-2") and ss.pop_ready(sid) == [q1, q2]
+    _answer(client, sid, (q2, "must_link", "w1", "a2"))
+    assert not ss.take_pending(sid)
+
+
+def test_a_retry_of_answers_whose_request_died_enqueueing_the_pass_queues_it(
+        client, store, blobs_dataset, monkeypatch):
+    """The request took the session's re-clustering slot for its task and died before the task reached
+    the queue: the slot named a task that did not exist, so the question waited until the slot expired
+    (an hour and a minute by default) and its client's retry, finding the slot held, queued nothing."""
+    import workers.submit
+    from workers.session_tasks import update_once
+
+    class Broker:
+        def send_task(self, *args, **kwargs):
+            raise _WorkerKilled
+
+    sid, ss = _open(client, store, blobs_dataset[0])
+    q = ss.lease(sid, 1, None)[0]["question_id"]
+    with monkeypatch.context() as m:
+        m.setattr(workers.submit, "_app", lambda settings: Broker())
+        with pytest.raises(_WorkerKilled):
+            _answer(client, sid, (q, "must_link", "w1", "a1"))
+    dead = store.r.get(ss._key(sid, ":update")).decode()
+    res = _answer(client, sid, (q, "must_link", "w1", "a1"))
+    assert res["results"][0]["outcome"] == "duplicate" and res["revision"] == 1
+    holder = store.r.get(ss._key(sid, ":update")).decode()
+    assert holder != dead, "the slot still names the task that was never queued"
+    assert not ss.claim_update(sid, dead)  # had it been queued after all, it would run nothing
+    assert ss.claim_update(sid, holder)
+    update_once(store, ss, sid, holder)
+    s = client.get(f"/v1/sessions/{sid}").json
+    assert (s["counters"]["questions_closed"], s["observed_revision"], s["revision"]) == (1, 1, 1), s
+
+
 # ---------------------------------------------------------------- ties
 
 

@@ -124,7 +124,7 @@ def test_a_deleted_session_is_gone_with_every_key_and_stays_gone(client, store, 
     # a worker pass that was running writes nothing back into the record
     assert ss.update(sid, state="FAILED") is False and ss.get(sid) is None
     assert ss.record_answer(sid, "q1", "must_link", "w2", "a2", 0) == "rejected:the session was deleted"
-    assert ss.bump_counters(sid, {"accepted": 1}, revision_step=1) is None
+    assert ss.record_answers(sid, [{"question_id": "q1", "answer": "must_link"}], 0, 1) is None
     assert not store.r.exists(ss._key(sid))
 
 
