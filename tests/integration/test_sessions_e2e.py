@@ -281,8 +281,9 @@ def test_answers_whose_request_was_killed_midway_are_counted_once_retried(stack,
         os.kill(pid, signal.SIGKILL)
     sender.join(60)
     stored = rd.llen(log)
-    assert isinstance(lost[0], requests.ConnectionError), "the request ended before the kill"
-    assert 0 < stored
+    # Now that a batch is recorded in one step the kill lands after it, before or (rarely, the test
+    # process descheduled) after the response: what follows holds either way.
+    assert 0 < stored and lost
     wait_ready(live, timeout=60)  # gunicorn's master started new workers
     res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=60).json()
     outcomes = [x["outcome"] for x in res["results"]]
