@@ -33,7 +33,7 @@ from schemas.sessions import (
     URASCParamsSchema,
 )
 from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
-from workers.submit import send_session_update, submit_session_update
+from workers.submit import send_session_update, start_session
 
 from . import get_store, retry_after
 from .callbacks import check_callback_url
@@ -182,7 +182,7 @@ def create_session(body):
                     aggregation=body["aggregation"],
                     params=params, preset=preset, random_state=body["random_state"],
                     callback_url=body["callback_url"])
-    submit_session_update(ss, rec["id"])
+    start_session(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"]),
                                         **retry_after()}
 

@@ -79,6 +79,36 @@ def submit_session_update(session_store, session_id):
         send_session_update(session_store, session_id, token)
 
 
+def start_session(session_store, session_id):
+    """Enqueue a new session's first re-clustering pass (:func:`submit_session_update`).
+
+    If the broker cannot be reached the session is marked FAILED with a
+    ``queue_unavailable`` error, as :func:`submit_job` does for a job, and the
+    error propagates (the service answers 503): left INITIALIZING, a session
+    whose creation the client saw fail held its dataset (``DELETE`` answered
+    409) until it expired.
+
+    Parameters
+    ----------
+    session_store : workers.session_store.SessionStore
+    session_id : str
+        A session just created, no pass queued yet.
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable.
+    """
+    try:
+        submit_session_update(session_store, session_id)
+    except Exception:
+        from .records import problem
+
+        session_store.update(session_id, state="FAILED", error=problem(
+            "queue_unavailable", "Queue unavailable", 503, "the session's first pass could not be enqueued"))
+        raise
+
+
 def send_session_update(session_store, session_id, token):
     """Enqueue the re-clustering task ``token``, which holds the session's slot.
 

@@ -299,3 +299,25 @@ def test_a_failed_session_says_so_in_its_condition_and_model(client, store, blob
     r = client.get(f"/v1/sessions/{sid}/model")
     assert r.status_code == 409 and r.content_type == PROBLEM and r.json["code"] == "session_failed", r.json
     assert s["error"]["detail"] in r.json["detail"] and r.json["error"] == s["error"]
+
+
+@pytest.mark.parametrize("kind", ["session", "job"])
+def test_work_the_broker_refused_is_failed_and_frees_its_dataset(store, kind):
+    """The store reachable, the broker not (a refused connection): the 503 leaves the session FAILED, as
+    a job, so the dataset can be deleted. The session stayed INITIALIZING, holding its dataset (DELETE
+    answered 409 naming it) until it expired, though its client was told the creation failed."""
+    from dataclasses import replace
+
+    from service import create_app
+    from workers.store import Store
+
+    broken = Store(store.r, replace(store.settings, redis_url="redis://127.0.0.1:1/1"))
+    c = create_app({"TESTING": True, "SHOAL_STORE": broken}).test_client()
+    did = c.post("/v1/datasets", json={"data": [[float(i % 7), float(i % 3)] for i in range(40)]}).json["id"]
+    body = {"dataset_id": did, "n_clusters": 2, **({"method": "spectral"} if kind == "job" else {})}
+    r = c.post(f"/v1/{kind}s", json=body)
+    assert r.status_code == 503 and r.json["code"] == "unavailable", r.json
+    listed = c.get(f"/v1/{kind}s").json[f"{kind}s"]
+    rec = next(x for x in listed if x["dataset_id"] == did)
+    assert rec["state"] == "FAILED" and rec["error"]["code"] == "queue_unavailable", rec
+    assert c.delete(f"/v1/datasets/{did}").status_code == 204
