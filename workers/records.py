@@ -7,6 +7,7 @@ page tokens with :func:`decode_token`.
 
 import base64
 import json
+import math
 import time
 import uuid
 from datetime import datetime, timezone
@@ -104,7 +105,12 @@ def decode_token(token):
     try:
         pad = "=" * (-len(token) % 4)
         ts, jid = json.loads(base64.urlsafe_b64decode(token + pad))
-        return float(ts), str(jid)
+        # what encode_token writes: a finite number and a string. A NaN (JSON's NaN, or "nan" through float())
+        # reached Redis as a score range it refuses, a 503 for a request that can never succeed.
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts) \
+                or not isinstance(jid, str):
+            raise ValueError("not [finite number, string]")
+        return float(ts), jid
     except Exception as exc:  # noqa: BLE001 - any decoding problem is a bad token
         raise ValueError("page_token is not a token returned by this API") from exc
 

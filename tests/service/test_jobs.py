@@ -521,3 +521,31 @@ def test_constraint_check_holds_relative_constraints_against_the_hierarchy(clien
     assert big.mimetype == PROBLEM and "/constraints/hierarchy" in big.json["errors"]
     alone = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {"hierarchy": tree}})
     assert alone.status_code == 200 and alone.json["consistent"] is True
+
+
+def _forged_token(text):
+    import base64
+
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("forged", ['[NaN, "job_x"]', '["nan", "job_x"]', '[Infinity, "job_x"]', '[true, "job_x"]',
+                                    '[1.5, null]', '[1.5, ["job_x"]]'])
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/datasets", "/v1/sessions", "/v1/jobs?dataset_id=ds_x"])
+def test_a_forged_page_token_is_a_400_not_a_503(client, path, forged):
+    # decode_token took a NaN timestamp ("nan" or NaN), which Redis refused as a score range: 503
+    # "unavailable, retry later" (with Retry-After) for a request that can never succeed.
+    sep = "&" if "?" in path else "?"
+    r = client.get(f"{path}{sep}page_token={_forged_token(forged)}")
+    assert r.status_code == 400, r.json
+    assert r.mimetype == PROBLEM and r.json["code"] == "bad_page_token"
+
+
+def test_a_page_token_the_api_returned_still_pages(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    for _ in range(3):
+        submit(client, did)
+    first = client.get("/v1/jobs?page_size=1").json
+    second = client.get(f"/v1/jobs?page_size=1&page_token={first['next_page_token']}")
+    assert second.status_code == 200 and second.json["jobs"][0]["id"] != first["jobs"][0]["id"]
+
