@@ -97,14 +97,29 @@ def problem_response(status, code, detail, *, title=None, errors=None, headers=N
 
 
 def pointer_messages(messages, prefix=""):
-    """Flatten marshmallow's nested messages into ``{json_pointer: [msg, ...]}``."""
+    """Flatten marshmallow's nested messages into ``{json_pointer: [msg, ...]}``.
+
+    Parameters
+    ----------
+    messages : dict, list or str
+        marshmallow's ``ValidationError.messages``: field name (or list index) -> messages, nested.
+    prefix : str, default=""
+        Pointer of the object the messages are about (``"/params"``).
+
+    Returns
+    -------
+    dict of str to list of str
+        RFC 6901 pointers (``~`` and ``/`` in a name escaped as ``~0`` and ``~1``) -> messages;
+        ``prefix`` (or ``"/"``) for the object's own ``_schema`` messages.
+    """
     out = {}
     if isinstance(messages, dict):
         for key, val in messages.items():
             if key == "_schema":
                 out.setdefault(prefix or "/", []).extend(_strings(val))
-            else:
-                out.update(pointer_messages(val, f"{prefix}/{key}"))
+            else:  # RFC 6901: "~" -> "~0", "/" -> "~1" in a member name ({"a/b": 1} is /a~1b, not /a/b)
+                token = str(key).replace("~", "~0").replace("/", "~1")
+                out.update(pointer_messages(val, f"{prefix}/{token}"))
     else:
         out[prefix or "/"] = _strings(messages)
     return out

@@ -549,3 +549,13 @@ def test_a_page_token_the_api_returned_still_pages(client, blobs_dataset):
     second = client.get(f"/v1/jobs?page_size=1&page_token={first['next_page_token']}")
     assert second.status_code == 200 and second.json["jobs"][0]["id"] != first["jobs"][0]["id"]
 
+
+@pytest.mark.parametrize("params, pointer", [({"a/b": 1}, "/params/a~1b"), ({"c~d": 1}, "/params/c~0d"),
+                                             ({"~/": 1}, "/params/~0~1")])
+def test_error_pointers_escape_slash_and_tilde_in_field_names(client, blobs_dataset, params, pointer):
+    # RFC 6901: "/" in a member name is written "~1" and "~" is "~0"; "/params/a/b" names member "b" of "a".
+    did, _, _ = blobs_dataset
+    r = submit(client, did, params=params)
+    assert r.status_code == 422 and list(r.json["errors"]) == [pointer], r.json
+    top = client.post("/v1/jobs", json={"dataset_id": did, "method": "e2cp", "n_clusters": 3, "x/y": 1})
+    assert top.status_code == 422 and list(top.json["errors"]) == ["/x~1y"], top.json
