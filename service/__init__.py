@@ -71,6 +71,7 @@ def create_app(config=None):
         api.register_blueprint(bp)
     _register_session_params(api)
     errors.register(app)
+    app.before_request(body.size_chunked_body)  # after the API-key check: an unauthorised body is not read
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
     app.before_request(body.check_unicode)

@@ -12,10 +12,11 @@ to a string that is not Unicode text and that nothing downstream can encode
 it with a 422 naming the field.
 """
 
+import io
 import re
 
 import numpy as np
-from flask import request
+from flask import current_app, request
 
 from clustering.validation import MAX_HIERARCHY_DEPTH
 
@@ -43,6 +44,35 @@ _LONE_SURROGATE_ESCAPE = re.compile(
 # a surrogate written as UTF-8 bytes (ED A0-BF xx), which Python's JSON decoder takes with "surrogatepass"
 _ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _CHUNK = 1 << 20
+
+
+def size_chunked_body():
+    """before_request: a body sent without ``Content-Length`` (``Transfer-Encoding: chunked``) becomes a sized one.
+
+    Werkzeug reads a body of unknown length up to ``MAX_CONTENT_LENGTH`` and stops there without an
+    error, so a chunked body over the limit was parsed cut short (a 400 "Invalid JSON body", not the
+    413 a sized one gets), and the checks that look at ``request.content_length`` (the 415 for a body
+    that is not JSON) passed it over as no body at all. The body is read here, at most
+    ``MAX_CONTENT_LENGTH + 1`` bytes, and the request carries it with its ``Content-Length`` from then
+    on: over the limit, the first read of the body is the usual 413 ``too_large``. Registered after the
+    API-key check, so an unauthorised body is still not read.
+    """
+    environ = request.environ
+    if environ.get("CONTENT_LENGTH") or "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+        return
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    stream, parts, size = environ["wsgi.input"], [], 0
+    while limit is None or size <= limit:
+        part = stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - size))
+        if not part:
+            break
+        parts.append(part)
+        size += len(part)
+    environ["wsgi.input"] = io.BytesIO(b"".join(parts))
+    environ["CONTENT_LENGTH"] = str(size)
+    del environ["HTTP_TRANSFER_ENCODING"]
+    for cached in ("content_length", "stream"):  # werkzeug's cached properties, if read before this hook
+        request.__dict__.pop(cached, None)
 
 
 def json_depth(raw):

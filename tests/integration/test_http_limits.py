@@ -38,3 +38,36 @@ def test_a_malformed_request_line_gets_problem_json(live):
     assert head.split(b"\r\n")[0].startswith(b"HTTP/1.1 400 "), head
     assert b"Content-Type: application/problem+json" in head.split(b"\r\n")
     assert b'"code": "bad_request"' in body and b"<html>" not in body
+
+
+def _chunks(*parts):
+    """A request body sent with Transfer-Encoding: chunked (no Content-Length): requests streams a generator."""
+    yield from parts
+
+
+def test_a_chunked_body_over_the_byte_limit_is_a_413(live):
+    # Werkzeug cuts a body of unknown length at MAX_CONTENT_LENGTH without saying so: the first 64 MiB
+    # were parsed as JSON and the client got 400 "Invalid JSON body" for a body that was too large.
+    mib = b"a" * (1 << 20)
+    body = _chunks(b'{"data": [[0, 1], [1, 2]], "name": "', *[mib] * 65, b'"}')
+    r = requests.post(f"{live}/v1/datasets", data=body, headers={"Content-Type": "application/json"}, timeout=120)
+    assert r.status_code == 413, r.text[:300]
+    assert r.headers["Content-Type"] == PROBLEM and r.json()["code"] == "too_large"
+
+
+def test_a_chunked_body_that_is_not_json_is_a_415(live):
+    # The media-type check looked at Content-Length only: a chunked text/plain body was read as no body (422).
+    r = requests.post(f"{live}/v1/datasets", data=_chunks(b'{"data": [[0, 1], [1, 2]]}'),
+                      headers={"Content-Type": "text/plain"}, timeout=30)
+    assert r.status_code == 415, r.text[:300]
+    assert r.json()["code"] == "unsupported_media_type"
+
+
+def test_a_chunked_json_body_is_taken_as_a_sized_one(live):
+    r = requests.post(f"{live}/v1/datasets", data=_chunks(b'{"data": [[0, 1], ', b'[1, 2]]}'),
+                      headers={"Content-Type": "application/json"}, timeout=30)
+    assert r.status_code == 201, r.text[:300]
+    assert (r.json()["n_samples"], r.json()["n_features"]) == (2, 2)
+    deep = requests.post(f"{live}/v1/datasets", data=_chunks(b"[" * 600, b"]" * 600),
+                         headers={"Content-Type": "application/json"}, timeout=30)
+    assert deep.status_code == 400 and deep.json()["code"] == "json_too_deep"
