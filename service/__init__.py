@@ -96,7 +96,18 @@ def _register_session_params(api):
 
 
 def _require_json():
+    """before_request: 415 for a body that is not JSON, or that is sent in a content coding.
+
+    No content coding is decoded (RFC 9110 15.5.16): a gzip body was parsed as it came (a 400 "Invalid
+    JSON body") and a plain body labelled gzip was taken as if unlabelled. Its 415
+    ``unsupported_content_encoding`` names ``identity`` in ``Accept-Encoding``.
+    """
     if request.method in ("POST", "PUT", "PATCH") and request.content_length:
+        codings = [c.strip().lower() for c in request.headers.get("Content-Encoding", "").split(",") if c.strip()]
+        if any(c != "identity" for c in codings):
+            raise errors.ApiError(415, "unsupported_content_encoding",
+                                  f"send the body without a content coding, not {', '.join(codings)}",
+                                  headers={"Accept-Encoding": "identity"})
         if not request.is_json:
             raise errors.ApiError(415, "unsupported_media_type",
                                   f"send the body as application/json, not {request.mimetype or 'no type'}")

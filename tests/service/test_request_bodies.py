@@ -89,3 +89,23 @@ def test_a_hierarchy_at_the_depth_limit_is_accepted_one_level_deeper_is_a_422(cl
 def test_a_hierarchy_that_is_not_a_tree_of_lists_is_a_422(client, long_dataset, hierarchy):
     r = _recon(client, long_dataset, hierarchy)
     assert r.status_code == 422 and "/constraints/hierarchy" in r.json["errors"], r.json
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "identity, gzip"])
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_content_encoded_body_is_a_415_naming_identity(client, coding, compressed):
+    # The service decodes no content coding: a gzip body was parsed as JSON (400 "Invalid JSON body") and a
+    # plain body labelled gzip was taken as it was (201), the declared coding ignored. RFC 9110 15.5.16: 415
+    # with Accept-Encoding naming the codings the server takes.
+    import gzip
+
+    raw = json.dumps({"data": [[0.0, 1.0], [1.0, 0.0]]}).encode()
+    r = client.post("/v1/datasets", data=gzip.compress(raw) if compressed else raw,
+                    headers={"Content-Type": "application/json", "Content-Encoding": coding})
+    assert r.status_code == 415 and r.mimetype == PROBLEM, r.json
+    assert r.json["code"] == "unsupported_content_encoding" and r.headers["Accept-Encoding"] == "identity"
+
+
+def test_an_identity_content_encoding_is_taken(client):
+    r = client.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0]]}, headers={"Content-Encoding": "identity"})
+    assert r.status_code == 201, r.json
