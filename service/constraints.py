@@ -17,7 +17,7 @@ from clustering.validation import (
     find_pairwise_conflicts,
     hierarchy_constraints,
 )
-from schemas.constraints import ConstraintsSchema
+from schemas.constraints import ConstraintCheckSchema, ConstraintsSchema
 
 from . import get_store
 from .errors import ApiError, problem_docs
@@ -104,7 +104,7 @@ class CheckRequestSchema(Schema):
 
 @blp.route("/check", methods=["POST"])
 @blp.arguments(CheckRequestSchema)
-@blp.response(200)
+@blp.response(200, ConstraintCheckSchema)
 @problem_docs(blp, (404, "Unknown dataset"), (422, "Malformed constraints"))
 def check(body):
     """Are these constraints consistent? Lists the contradictions found (synchronous).
