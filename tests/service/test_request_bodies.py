@@ -107,5 +107,6 @@ def test_a_content_encoded_body_is_a_415_naming_identity(client, coding, compres
 
 
 def test_an_identity_content_encoding_is_taken(client):
-    r = client.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0]]}, headers={"Content-Encoding": "identity"})
+    r = client.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0]]},
+                    headers={"Content-Encoding": "identity"})
     assert r.status_code == 201, r.json
