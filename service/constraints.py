@@ -5,7 +5,7 @@ request and a direct ``fit`` reject the same input for the same reason."""
 import numpy as np
 from flask import current_app
 from flask_smorest import Blueprint
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 from clustering.exceptions import InvalidInputError
 from clustering.validation import (
@@ -98,7 +98,7 @@ def pairwise_conflicts(checked, item_ids=None):
 
 
 class CheckRequestSchema(Schema):
-    dataset_id = fields.String(required=True)
+    dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))  # as jobs and sessions
     constraints = fields.Nested(ConstraintsSchema, required=True)
 
 

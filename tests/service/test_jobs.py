@@ -559,3 +559,15 @@ def test_error_pointers_escape_slash_and_tilde_in_field_names(client, blobs_data
     assert r.status_code == 422 and list(r.json["errors"]) == [pointer], r.json
     top = client.post("/v1/jobs", json={"dataset_id": did, "method": "e2cp", "n_clusters": 3, "x/y": 1})
     assert top.status_code == 422 and list(top.json["errors"]) == ["/x~1y"], top.json
+
+
+@pytest.mark.parametrize("dataset_id", ["", "d" * 101, "d" * 100_000])
+def test_the_constraint_check_refuses_a_dataset_id_no_dataset_can_have(client, dataset_id):
+    # It took any string: "" was a 404, and a 100 000-character id was looked up in Redis and echoed whole in the
+    # 404's detail. Jobs and sessions refuse both with a 422 at /dataset_id.
+    body = {"constraints": {"must_link": [[0, 1]]}}
+    for path in ("/v1/constraints/check", "/v1/jobs"):
+        r = client.post(path, json={"dataset_id": dataset_id, "method": "e2cp", "n_clusters": 2, **body}
+                        if path == "/v1/jobs" else {"dataset_id": dataset_id, **body})
+        assert r.status_code == 422 and "/dataset_id" in r.json["errors"], (path, r.status_code)
+        assert len(r.get_data()) < 2000
