@@ -70,7 +70,7 @@ def problem_docs(blp, *responses):
 
 _TITLES = {
     400: "Bad request", 401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
-    413: "Payload too large", 415: "Unsupported media type", 422: "Invalid input",
+    413: "Payload too large", 415: "Unsupported media type", 416: "Range not satisfiable", 422: "Invalid input",
     503: "Service unavailable", 500: "Internal server error",
 }
 
@@ -138,7 +138,7 @@ def _strings(val):
 
 def _http_code(exc):
     return {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
-            415: "unsupported_media_type", 422: "invalid_input", 304: "not_modified",
+            415: "unsupported_media_type", 416: "range_not_satisfiable", 422: "invalid_input", 304: "not_modified",
             412: "precondition_failed", 428: "precondition_required"}.get(exc.code, "http_error")
 
 
@@ -160,9 +160,8 @@ def handle_http_exception(exc):
     if exc.code == 400 and errors:
         detail = "; ".join(m for ms in errors.values() for m in ms)
         errors = None
-    headers = {}
-    if exc.code == 405 and exc.valid_methods:
-        headers["Allow"] = ", ".join(exc.valid_methods)
+    # the exception's own headers (405 Allow, 416 Content-Range, ...), the body's type aside
+    headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
     return problem_response(exc.code, _http_code(exc), detail, errors=errors, headers=headers)
 
 

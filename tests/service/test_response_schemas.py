@@ -1,4 +1,4 @@
-"""Real 200 bodies of the routes schemathesis cannot reach (they need a finished job or a dataset)
+"""Real bodies of the routes schemathesis cannot reach (they need a finished job or a dataset)
 validate against the committed openapi.yaml, which must document them."""
 
 from pathlib import Path
@@ -54,3 +54,15 @@ def test_the_constraint_check_body_is_documented_and_conforms(client, blobs_data
     if constraints.get("cannot_link"):
         assert r.json["conflicts"][0]["must_link_chain_item_ids"]  # the dataset has item ids
     _documented("/v1/constraints/check", "post").validate_response(r)
+
+
+def test_a_range_past_the_npz_is_a_416_problem_with_its_content_range(client, e2cp_job):
+    # The problem handler rebuilt every HTTP error without the exception's headers: the 416 lost the
+    # Content-Range: bytes */<length> RFC 9110 15.5.17 asks for, and its code was the catch-all http_error.
+    size = len(client.get(f"/v1/jobs/{e2cp_job}/affinity?format=npz").data)
+    part = client.get(f"/v1/jobs/{e2cp_job}/affinity?format=npz", headers={"Range": "bytes=0-9"})
+    assert part.status_code == 206 and len(part.data) == 10
+    r = client.get(f"/v1/jobs/{e2cp_job}/affinity?format=npz", headers={"Range": f"bytes={size + 10}-"})
+    assert r.status_code == 416 and r.mimetype == "application/problem+json"
+    assert r.json["code"] == "range_not_satisfiable" and r.json["title"] == "Range not satisfiable"
+    assert r.headers["Content-Range"] == f"bytes */{size}"
