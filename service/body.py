@@ -56,9 +56,20 @@ def size_chunked_body():
     ``MAX_CONTENT_LENGTH + 1`` bytes, and the request carries it with its ``Content-Length`` from then
     on: over the limit, the first read of the body is the usual 413 ``too_large``. Registered after the
     API-key check, so an unauthorised body is still not read.
+
+    Raises
+    ------
+    ApiError
+        501 ``transfer_coding_not_implemented`` for a transfer coding other than chunked (gzip,
+        deflate, compress: gunicorn passes the body on still coded; RFC 9112 6.1).
     """
     environ = request.environ
-    if environ.get("CONTENT_LENGTH") or "chunked" not in environ.get("HTTP_TRANSFER_ENCODING", "").lower():
+    codings = [c.strip().lower() for c in environ.get("HTTP_TRANSFER_ENCODING", "").split(",") if c.strip()]
+    if any(c not in ("chunked", "identity") for c in codings):  # gunicorn takes gzip etc. but decodes none of them
+        raise ApiError(501, "transfer_coding_not_implemented",
+                       f"the body's transfer coding {', '.join(codings)} is not implemented: send it chunked "
+                       "or with Content-Length, uncompressed")
+    if environ.get("CONTENT_LENGTH") or "chunked" not in codings:
         return
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
     stream, parts, size = environ["wsgi.input"], [], 0

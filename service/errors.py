@@ -71,7 +71,7 @@ def problem_docs(blp, *responses):
 _TITLES = {
     400: "Bad request", 401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
     413: "Payload too large", 415: "Unsupported media type", 416: "Range not satisfiable", 422: "Invalid input",
-    503: "Service unavailable", 500: "Internal server error",
+    501: "Not implemented", 503: "Service unavailable", 500: "Internal server error",
 }
 
 

@@ -71,3 +71,25 @@ def test_a_chunked_json_body_is_taken_as_a_sized_one(live):
     deep = requests.post(f"{live}/v1/datasets", data=_chunks(b"[" * 600, b"]" * 600),
                          headers={"Content-Type": "application/json"}, timeout=30)
     assert deep.status_code == 400 and deep.json()["code"] == "json_too_deep"
+
+
+@pytest.mark.parametrize("coding", [b"gzip, chunked", b"deflate, chunked"])
+def test_a_body_in_a_transfer_coding_other_than_chunked_is_a_501(live, coding):
+    # gunicorn takes gzip, deflate and compress transfer codings and decodes only chunked: the body still
+    # gzip-coded was parsed as it came (a 400 "Invalid JSON body" if gzipped, a 201 if it was not). RFC 9112
+    # 6.1: a transfer coding the server does not understand is a 501.
+    import gzip
+
+    url = urlparse(live)
+    body = gzip.compress(b'{"data": [[0, 1], [1, 2]]}')
+    chunked = f"{len(body):x}\r\n".encode() + body + b"\r\n0\r\n\r\n"
+    with socket.create_connection((url.hostname, url.port), timeout=30) as s:
+        s.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: " + coding + b"\r\nConnection: close\r\n\r\n" + chunked)
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].startswith(b"HTTP/1.1 501 "), raw[:300]
+    assert b"Content-Type: application/problem+json" in head.split(b"\r\n")
+    assert b'"code": "transfer_coding_not_implemented"' in payload
