@@ -66,3 +66,14 @@ def test_a_range_past_the_npz_is_a_416_problem_with_its_content_range(client, e2
     assert r.status_code == 416 and r.mimetype == "application/problem+json"
     assert r.json["code"] == "range_not_satisfiable" and r.json["title"] == "Range not satisfiable"
     assert r.headers["Content-Range"] == f"bytes */{size}"
+
+
+def test_the_probe_bodies_are_documented_and_conform(client, live):
+    import requests
+
+    r = client.get("/healthz")
+    assert r.status_code == 200 and r.json == {"status": "ok"}
+    _documented("/healthz", "get").validate_response(r)
+    ready = requests.get(f"{live}/readyz", timeout=30)
+    assert ready.status_code == 200 and ready.json()["workers"] >= 1
+    _documented("/readyz", "get").validate_response(ready)
