@@ -61,7 +61,9 @@ def size_chunked_body():
     ------
     ApiError
         501 ``transfer_coding_not_implemented`` for a transfer coding other than chunked (gzip,
-        deflate, compress: gunicorn passes the body on still coded; RFC 9112 6.1).
+        deflate, compress: gunicorn passes the body on still coded; RFC 9112 6.1); 400
+        ``bad_request`` for a chunked body the server cannot read (a malformed chunk, or cut off:
+        gunicorn raises while the body is read, which was a 500).
     """
     environ = request.environ
     codings = [c.strip().lower() for c in environ.get("HTTP_TRANSFER_ENCODING", "").split(",") if c.strip()]
@@ -73,12 +75,16 @@ def size_chunked_body():
         return
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
     stream, parts, size = environ["wsgi.input"], [], 0
-    while limit is None or size <= limit:
-        part = stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - size))
-        if not part:
-            break
-        parts.append(part)
-        size += len(part)
+    try:
+        while limit is None or size <= limit:
+            part = stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+    except Exception as exc:  # noqa: BLE001 - the server's own errors: gunicorn's InvalidChunkSize, NoMoreData ...
+        raise ApiError(400, "bad_request", "the chunked request body is malformed or was cut off "
+                       f"({type(exc).__name__})") from exc
     environ["wsgi.input"] = io.BytesIO(b"".join(parts))
     environ["CONTENT_LENGTH"] = str(size)
     del environ["HTTP_TRANSFER_ENCODING"]

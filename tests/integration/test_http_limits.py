@@ -93,3 +93,27 @@ def test_a_body_in_a_transfer_coding_other_than_chunked_is_a_501(live, coding):
     assert head.split(b"\r\n")[0].startswith(b"HTTP/1.1 501 "), raw[:300]
     assert b"Content-Type: application/problem+json" in head.split(b"\r\n")
     assert b'"code": "transfer_coding_not_implemented"' in payload
+
+
+@pytest.mark.parametrize("what, chunks, shut", [
+    ("a chunk size that is not hex", b"zz\r\nabc\r\n0\r\n\r\n", False),
+    ("a chunk longer than its size", b"3\r\nabcdef\r\n0\r\n\r\n", False),
+    ("a body cut off mid-chunk", b'5\r\n{"da\r\n', True),
+])
+def test_a_malformed_chunked_body_is_a_400_not_a_500(live, what, chunks, shut):
+    # gunicorn raises its parse errors (InvalidChunkSize, ChunkMissingTerminator, NoMoreData) while the
+    # application reads the body: they reached the catch-all as a 500 "unexpected error". A sized body cut
+    # short was already a 400 (werkzeug's ClientDisconnected).
+    url = urlparse(live)
+    with socket.create_connection((url.hostname, url.port), timeout=30) as s:
+        s.sendall(b"POST /v1/datasets HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                  b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n" + chunks)
+        if shut:
+            s.shutdown(socket.SHUT_WR)
+        raw = b""
+        while chunk := s.recv(65536):
+            raw += chunk
+    head, _, payload = raw.partition(b"\r\n\r\n")
+    assert head.split(b"\r\n")[0].startswith(b"HTTP/1.1 400 "), (what, raw[:300])
+    assert b"Content-Type: application/problem+json" in head.split(b"\r\n")
+    assert b'"code": "bad_request"' in payload, what
