@@ -75,6 +75,7 @@ def create_app(config=None):
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
     app.before_request(body.check_unicode)
+    app.before_request(body.check_long_integers)
     app.after_request(_not_modified)
     idempotency.register(app)
 

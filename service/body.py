@@ -13,7 +13,9 @@ it with a 422 naming the field.
 """
 
 import io
+import json
 import re
+import sys
 
 import numpy as np
 from flask import current_app, request
@@ -234,3 +236,57 @@ def check_unicode():
         return
     message = "holds a lone UTF-16 surrogate escape (such as \\ud800 without its pair): not Unicode text"
     raise ApiError(422, "invalid_unicode", f"{pointer} {message}", errors={pointer: [message]})
+
+
+class _LongInteger:
+    """Stands for an integer literal too long for Python to convert (see :func:`check_long_integers`)."""
+
+
+_LONG_INTEGER = _LongInteger()
+
+
+def _first_pointer(value, match):
+    """JSON pointer of the first value (depth first, in document order) for which ``match`` is true, or None."""
+    stack = [(value, "")]
+    while stack:
+        node, ptr = stack.pop()
+        if match(node):
+            return ptr or "/"
+        if isinstance(node, dict):
+            stack.extend((v, f"{ptr}/{k.replace('~', '~0').replace('/', '~1')}")
+                         for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, f"{ptr}/{i}") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def check_long_integers():
+    """before_request: 422 for an integer literal longer than Python converts (``sys.get_int_max_str_digits()``).
+
+    Python's JSON decoder raises a bare ``ValueError`` ("Exceeds the limit (4300 digits) for integer
+    string conversion") on such a literal, which the argument parser does not take for a decoding
+    error: every JSON endpoint answered 500. The limit itself guards against quadratic-time
+    conversions and stays. No field takes a number that long, so the literal is refused where it
+    stands, as other numbers out of range are. Only a body holding such a run of digits (a C-speed
+    search) is decoded here.
+
+    Raises
+    ------
+    ApiError
+        422 ``invalid_input`` whose ``errors`` points at the first such integer.
+    """
+    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+        return
+    limit = sys.get_int_max_str_digits()
+    raw = request.get_data(cache=True)
+    if not limit or not re.search(rb"[0-9]{%d}" % (limit + 1), raw):
+        return
+    try:
+        body = json.loads(raw, parse_int=lambda s: _LONG_INTEGER if len(s.lstrip("-")) > limit else int(s))
+    except ValueError:  # not JSON: the parser's 400
+        return
+    pointer = _first_pointer(body, lambda v: v is _LONG_INTEGER)
+    if pointer is None:  # the digits were inside a string
+        return
+    message = f"is an integer of more than {limit} digits: far outside the range of any field"
+    raise ApiError(422, "invalid_input", f"{pointer} {message}", errors={pointer: [message]})
