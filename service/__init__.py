@@ -76,6 +76,7 @@ def create_app(config=None):
     app.before_request(body.check_json_depth)
     app.before_request(body.check_unicode)
     app.before_request(body.check_long_integers)
+    app.before_request(_check_path_ids)
     app.after_request(_not_modified)
     idempotency.register(app)
 
@@ -112,6 +113,26 @@ def _require_json():
         if not request.is_json:
             raise errors.ApiError(415, "unsupported_media_type",
                                   f"send the body as application/json, not {request.mimetype or 'no type'}")
+
+
+#: Path arguments that are record ids: the prefix of the ids the API makes, and what they name.
+_PATH_IDS = {"dataset_id": ("ds", "dataset"), "job_id": ("job", "job"), "session_id": ("ses", "session")}
+
+
+def _check_path_ids():
+    """before_request: 404 for a record id in the path that is not of the form the API makes.
+
+    The store builds Redis keys from ids: ``DELETE /v1/sessions/*`` deleted every session's keys
+    (``shoal:session:*:*``), ``DELETE /v1/datasets/{id}:aux`` the dataset's labels and item ids, and
+    ``GET`` of such ids was a 503 or 500. Registered after the body checks, so a malformed body
+    still gets its own answer.
+    """
+    from workers.records import is_record_id
+
+    for arg, (prefix, what) in _PATH_IDS.items():
+        value = (request.view_args or {}).get(arg)
+        if value is not None and not is_record_id(value, prefix):
+            raise errors.ApiError(404, "not_found", f"{what} {value!r} does not exist or has expired")
 
 
 def _etag_checked_after_request(etag):

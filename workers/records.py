@@ -8,6 +8,7 @@ page tokens with :func:`decode_token`.
 import base64
 import json
 import math
+import re
 import time
 import uuid
 from datetime import datetime, timezone
@@ -35,6 +36,29 @@ def utcnow_iso(ts=None):
 def new_id(prefix):
     """A new random record id ``"{prefix}_{32 hex digits}"`` (uuid4), e.g. ``new_id("job")``."""
     return f"{prefix}_{uuid.uuid4().hex}"
+
+
+_RECORD_ID = re.compile(r"(ds|job|ses)_[0-9a-f]{32}")
+
+
+def is_record_id(value, prefix):
+    """Whether ``value`` has the form of an id :func:`new_id` makes with ``prefix``.
+
+    The store builds its Redis keys from ids (``shoal:session:{id}``, ``shoal:dataset:{id}:aux``) and
+    a session's delete removes ``shoal:session:{id}:*``: a client's id must be checked to be one of
+    these before it names a key, or ``*`` and ``{id}:model`` would name other records' keys.
+
+    Parameters
+    ----------
+    value : str
+    prefix : {"ds", "job", "ses"}
+
+    Returns
+    -------
+    bool
+    """
+    match = _RECORD_ID.fullmatch(value) if isinstance(value, str) else None
+    return match is not None and match.group(1) == prefix
 
 
 def _finite_json(obj):

@@ -209,7 +209,9 @@ class SessionStore:
         key = self._key(sid)
         existed = bool(self.r.delete(key))
         self.r.zrem(_INDEX, sid)
-        keys = list(self.r.scan_iter(match=f"{key}:*", count=1000))
+        # the id is matched literally: a "*" in it would match every session's keys
+        literal = "".join("\\" + c if c in "*?[]\\" else c for c in key)
+        keys = list(self.r.scan_iter(match=f"{literal}:*", count=1000))
         for i in range(0, len(keys), 500):
             self.r.delete(*keys[i:i + 500])
         return existed
