@@ -57,7 +57,8 @@ def test_an_id_naming_another_key_of_a_record_is_a_404_and_changes_nothing(clien
     for method, path in [("delete", f"/v1/datasets/{did}:aux"), ("delete", f"/v1/datasets/{did}:X"),
                          ("get", f"/v1/datasets/{did}:aux"), ("delete", f"/v1/sessions/{sid}:model"),
                          ("get", f"/v1/sessions/{sid}:model"), ("get", f"/v1/sessions/{sid}:questions/model"),
-                         ("get", f"/v1/sessions/{sid}:pool/questions"), ("post", f"/v1/sessions/{sid}:pool/questions"),
+                         ("get", f"/v1/sessions/{sid}:pool/questions"),
+                         ("post", f"/v1/sessions/{sid}:pool/questions"),
                          ("get", f"/v1/jobs/{jid}:spec"), ("get", f"/v1/jobs/{jid}:spec/result"),
                          ("post", f"/v1/jobs/{jid}:spec/cancel"), ("delete", f"/v1/jobs/{jid}:spec")]:
         r = getattr(client, method)(path, json={} if method == "post" else None)
