@@ -3,6 +3,7 @@
 from marshmallow import Schema, ValidationError, fields, validates_schema
 
 from .fields import FiniteFloat, IndexTuples
+from .results import ConflictSchema
 
 _PAIRS = {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 2, "maxItems": 2}}
 _TRIPLETS = {"type": "array", "items": {"type": "array", "items": {"type": "integer", "minimum": 0}, "minItems": 3, "maxItems": 3}}
@@ -47,3 +48,36 @@ class ConstraintsSchema(Schema):
                     errors[f"{kind}_weights"] = [f"[{bad[0]}] = {w[bad[0]]}, must be in (0, 1]"]
         if errors:
             raise ValidationError(errors)
+
+
+class RelativeConflictSchema(Schema):
+    """One relative constraint of a conflicting subset, by its position in the request."""
+
+    field = fields.String(metadata={"description": "triplets, relative or hierarchy"})
+    index = fields.Integer(allow_none=True, metadata={"description": "position in the request's list; null for "
+                                                                     "an ab|c constraint of the hierarchy"})
+    items = fields.List(fields.Integer(), metadata={"description": "[a, b, c]"})
+    answer = fields.String(metadata={"description": "yes, no or dont_know (relative and hierarchy: yes)"})
+    item_ids = fields.List(fields.String(), allow_none=True)
+
+
+class RelativeFeasibilitySchema(Schema):
+    feasible = fields.Boolean()
+    n_relative = fields.Integer(metadata={"description": "relative constraints checked together"})
+    minimal = fields.Boolean(metadata={"description": "whether the conflicting subset is proven minimal (false "
+                                                      "when the bounded search stopped first)"})
+    conflicting = fields.List(fields.Nested(RelativeConflictSchema))
+
+
+class ConstraintCheckSchema(Schema):
+    """``POST /v1/constraints/check``: the consistency of a constraint set."""
+
+    consistent = fields.Boolean()
+    n_constraints = fields.Dict(keys=fields.String(), values=fields.Integer(), metadata={
+        "description": "constraints per list given (hierarchy_leaves: the leaves of the hierarchy)"})
+    n_conflicts = fields.Integer(metadata={"description": "cannot-links contradicting must-link chains (all of "
+                                                         "them; conflicts lists at most 100)"})
+    conflicts = fields.List(fields.Nested(ConflictSchema))
+    relative = fields.Nested(RelativeFeasibilitySchema, metadata={
+        "description": "with triplets, relative or hierarchy constraints only: whether a hierarchy satisfies "
+                       "them all, with a conflicting subset"})

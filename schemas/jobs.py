@@ -91,6 +91,18 @@ class AffinityArgsSchema(Schema):
     top_k = fields.Integer(strict=False, load_default=10, validate=validate.Range(min=1, max=100))
 
 
+class AffinitySchema(Schema):
+    """``GET /v1/jobs/{id}/affinity`` as JSON: each row's ``top_k`` largest entries off the diagonal."""
+
+    job_id = fields.String()
+    n_samples = fields.Integer()
+    top_k = fields.Integer()
+    format = fields.String(validate=validate.OneOf(["top_k_rows"]))
+    indices = fields.List(fields.List(fields.Integer()), metadata={
+        "description": "per row, the columns of its largest entries, largest first (ties: lower column first)"})
+    values = fields.List(fields.List(fields.Float()), metadata={"description": "the entries, as indices"})
+
+
 class PredictRequestSchema(Schema):
     """``POST /v1/jobs/{id}/predict``: new rows for an inductive model (DCRC)."""
 

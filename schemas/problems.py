@@ -39,3 +39,20 @@ class ProblemSchema(Schema):
                                                    "job's or session's state"})
     job_error = fields.Dict(metadata={"description": "result_not_available: the job's error, when it FAILED"})
     error = fields.Dict(metadata={"description": "session_failed: the session's error"})
+    method = fields.String(metadata={"description": "dataset_too_large_for_method, "
+                                                    "constraints_too_large_for_method, "
+                                                    "constraints_too_large_for_option: the job's method"})
+    n_samples = fields.Integer(metadata={"description": "dataset_too_large_for_method, "
+                                                        "constraints_too_large_for_method: the dataset's rows"})
+    max_samples = fields.Integer(metadata={"description": "dataset_too_large_for_method: the method's row limit "
+                                                          "(max_samples in GET /v1/methods)"})
+    max_propagation = fields.Integer(metadata={"description": "constraints_too_large_for_method: the most rows "
+                                                              "x constrained rows (max_propagation in GET "
+                                                              "/v1/methods)"})
+    n_constrained_samples = fields.Integer(metadata={"description": "constraints_too_large_for_method: distinct "
+                                                                    "rows named in must_link and cannot_link"})
+    max_closure_pairs = fields.Integer(metadata={"description": "constraints_too_large_for_option: the most "
+                                                                "pairs closure=true may overwrite "
+                                                                "(max_closure_pairs in GET /v1/methods)"})
+    n_closure_pairs = fields.Integer(metadata={"description": "constraints_too_large_for_option: the pairs these "
+                                                              "constraints' closure would overwrite"})

@@ -71,9 +71,12 @@ def create_app(config=None):
         api.register_blueprint(bp)
     _register_session_params(api)
     errors.register(app)
+    app.before_request(body.size_chunked_body)  # after the API-key check: an unauthorised body is not read
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
     app.before_request(body.check_unicode)
+    app.before_request(body.check_long_integers)
+    app.before_request(_check_path_ids)
     app.after_request(_not_modified)
     idempotency.register(app)
 
@@ -97,10 +100,41 @@ def _register_session_params(api):
 
 
 def _require_json():
+    """before_request: 415 for a body that is not JSON, or that is sent in a content coding.
+
+    No content coding is decoded (RFC 9110 15.5.16): a gzip body was parsed as it came (a 400 "Invalid
+    JSON body") and a plain body labelled gzip was taken as if unlabelled. Its 415
+    ``unsupported_content_encoding`` names ``identity`` in ``Accept-Encoding``.
+    """
     if request.method in ("POST", "PUT", "PATCH") and request.content_length:
+        codings = [c.strip().lower() for c in request.headers.get("Content-Encoding", "").split(",") if c.strip()]
+        if any(c != "identity" for c in codings):
+            raise errors.ApiError(415, "unsupported_content_encoding",
+                                  f"send the body without a content coding, not {', '.join(codings)}",
+                                  headers={"Accept-Encoding": "identity"})
         if not request.is_json:
             raise errors.ApiError(415, "unsupported_media_type",
                                   f"send the body as application/json, not {request.mimetype or 'no type'}")
+
+
+#: Path arguments that are record ids: the prefix of the ids the API makes, and what they name.
+_PATH_IDS = {"dataset_id": ("ds", "dataset"), "job_id": ("job", "job"), "session_id": ("ses", "session")}
+
+
+def _check_path_ids():
+    """before_request: 404 for a record id in the path that is not of the form the API makes.
+
+    The store builds Redis keys from ids: ``DELETE /v1/sessions/*`` deleted every session's keys
+    (``shoal:session:*:*``), ``DELETE /v1/datasets/{id}:aux`` the dataset's labels and item ids, and
+    ``GET`` of such ids was a 503 or 500. Registered after the body checks, so a malformed body
+    still gets its own answer.
+    """
+    from workers.records import is_record_id
+
+    for arg, (prefix, what) in _PATH_IDS.items():
+        value = (request.view_args or {}).get(arg)
+        if value is not None and not is_record_id(value, prefix):
+            raise errors.ApiError(404, "not_found", f"{what} {value!r} does not exist or has expired")
 
 
 def _etag_checked_after_request(etag):

@@ -12,10 +12,13 @@ to a string that is not Unicode text and that nothing downstream can encode
 it with a 422 naming the field.
 """
 
+import io
+import json
 import re
+import sys
 
 import numpy as np
-from flask import request
+from flask import current_app, request
 
 from clustering.validation import MAX_HIERARCHY_DEPTH
 
@@ -43,6 +46,52 @@ _LONE_SURROGATE_ESCAPE = re.compile(
 # a surrogate written as UTF-8 bytes (ED A0-BF xx), which Python's JSON decoder takes with "surrogatepass"
 _ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _CHUNK = 1 << 20
+
+
+def size_chunked_body():
+    """before_request: a body sent without ``Content-Length`` (``Transfer-Encoding: chunked``) becomes a sized one.
+
+    Werkzeug reads a body of unknown length up to ``MAX_CONTENT_LENGTH`` and stops there without an
+    error, so a chunked body over the limit was parsed cut short (a 400 "Invalid JSON body", not the
+    413 a sized one gets), and the checks that look at ``request.content_length`` (the 415 for a body
+    that is not JSON) passed it over as no body at all. The body is read here, at most
+    ``MAX_CONTENT_LENGTH + 1`` bytes, and the request carries it with its ``Content-Length`` from then
+    on: over the limit, the first read of the body is the usual 413 ``too_large``. Registered after the
+    API-key check, so an unauthorised body is still not read.
+
+    Raises
+    ------
+    ApiError
+        501 ``transfer_coding_not_implemented`` for a transfer coding other than chunked (gzip,
+        deflate, compress: gunicorn passes the body on still coded; RFC 9112 6.1); 400
+        ``bad_request`` for a chunked body the server cannot read (a malformed chunk, or cut off:
+        gunicorn raises while the body is read, which was a 500).
+    """
+    environ = request.environ
+    codings = [c.strip().lower() for c in environ.get("HTTP_TRANSFER_ENCODING", "").split(",") if c.strip()]
+    if any(c not in ("chunked", "identity") for c in codings):  # gunicorn takes gzip etc. but decodes none of them
+        raise ApiError(501, "transfer_coding_not_implemented",
+                       f"the body's transfer coding {', '.join(codings)} is not implemented: send it chunked "
+                       "or with Content-Length, uncompressed")
+    if environ.get("CONTENT_LENGTH") or "chunked" not in codings:
+        return
+    limit = current_app.config.get("MAX_CONTENT_LENGTH")
+    stream, parts, size = environ["wsgi.input"], [], 0
+    try:
+        while limit is None or size <= limit:
+            part = stream.read(_CHUNK if limit is None else min(_CHUNK, limit + 1 - size))
+            if not part:
+                break
+            parts.append(part)
+            size += len(part)
+    except Exception as exc:  # noqa: BLE001 - the server's own errors: gunicorn's InvalidChunkSize, NoMoreData ...
+        raise ApiError(400, "bad_request", "the chunked request body is malformed or was cut off "
+                       f"({type(exc).__name__})") from exc
+    environ["wsgi.input"] = io.BytesIO(b"".join(parts))
+    environ["CONTENT_LENGTH"] = str(size)
+    del environ["HTTP_TRANSFER_ENCODING"]
+    for cached in ("content_length", "stream"):  # werkzeug's cached properties, if read before this hook
+        request.__dict__.pop(cached, None)
 
 
 def json_depth(raw):
@@ -187,3 +236,57 @@ def check_unicode():
         return
     message = "holds a lone UTF-16 surrogate escape (such as \\ud800 without its pair): not Unicode text"
     raise ApiError(422, "invalid_unicode", f"{pointer} {message}", errors={pointer: [message]})
+
+
+class _LongInteger:
+    """Stands for an integer literal too long for Python to convert (see :func:`check_long_integers`)."""
+
+
+_LONG_INTEGER = _LongInteger()
+
+
+def _first_pointer(value, match):
+    """JSON pointer of the first value (depth first, in document order) for which ``match`` is true, or None."""
+    stack = [(value, "")]
+    while stack:
+        node, ptr = stack.pop()
+        if match(node):
+            return ptr or "/"
+        if isinstance(node, dict):
+            stack.extend((v, f"{ptr}/{k.replace('~', '~0').replace('/', '~1')}")
+                         for k, v in reversed(list(node.items())))
+        elif isinstance(node, list):
+            stack.extend((v, f"{ptr}/{i}") for i, v in reversed(list(enumerate(node))))
+    return None
+
+
+def check_long_integers():
+    """before_request: 422 for an integer literal longer than Python converts (``sys.get_int_max_str_digits()``).
+
+    Python's JSON decoder raises a bare ``ValueError`` ("Exceeds the limit (4300 digits) for integer
+    string conversion") on such a literal, which the argument parser does not take for a decoding
+    error: every JSON endpoint answered 500. The limit itself guards against quadratic-time
+    conversions and stays. No field takes a number that long, so the literal is refused where it
+    stands, as other numbers out of range are. Only a body holding such a run of digits (a C-speed
+    search) is decoded here.
+
+    Raises
+    ------
+    ApiError
+        422 ``invalid_input`` whose ``errors`` points at the first such integer.
+    """
+    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+        return
+    limit = sys.get_int_max_str_digits()
+    raw = request.get_data(cache=True)
+    if not limit or not re.search(rb"[0-9]{%d}" % (limit + 1), raw):
+        return
+    try:
+        body = json.loads(raw, parse_int=lambda s: _LONG_INTEGER if len(s.lstrip("-")) > limit else int(s))
+    except ValueError:  # not JSON: the parser's 400
+        return
+    pointer = _first_pointer(body, lambda v: v is _LONG_INTEGER)
+    if pointer is None:  # the digits were inside a string
+        return
+    message = f"is an integer of more than {limit} digits: far outside the range of any field"
+    raise ApiError(422, "invalid_input", f"{pointer} {message}", errors={pointer: [message]})

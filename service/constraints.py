@@ -5,7 +5,7 @@ request and a direct ``fit`` reject the same input for the same reason."""
 import numpy as np
 from flask import current_app
 from flask_smorest import Blueprint
-from marshmallow import Schema, fields
+from marshmallow import Schema, fields, validate
 
 from clustering.exceptions import InvalidInputError
 from clustering.validation import (
@@ -17,7 +17,7 @@ from clustering.validation import (
     find_pairwise_conflicts,
     hierarchy_constraints,
 )
-from schemas.constraints import ConstraintsSchema
+from schemas.constraints import ConstraintCheckSchema, ConstraintsSchema
 
 from . import get_store
 from .errors import ApiError, problem_docs
@@ -98,13 +98,13 @@ def pairwise_conflicts(checked, item_ids=None):
 
 
 class CheckRequestSchema(Schema):
-    dataset_id = fields.String(required=True)
+    dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))  # as jobs and sessions
     constraints = fields.Nested(ConstraintsSchema, required=True)
 
 
 @blp.route("/check", methods=["POST"])
 @blp.arguments(CheckRequestSchema)
-@blp.response(200)
+@blp.response(200, ConstraintCheckSchema)
 @problem_docs(blp, (404, "Unknown dataset"), (422, "Malformed constraints"))
 def check(body):
     """Are these constraints consistent? Lists the contradictions found (synchronous).

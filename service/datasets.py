@@ -6,6 +6,7 @@ from flask_smorest import Blueprint
 from clustering.exceptions import InvalidInputError
 from clustering.validation import check_values
 from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, DatasetListSchema, DatasetSchema
+from workers.records import is_record_id
 from workers.session_store import dataset_in_use
 
 from . import get_store
@@ -56,7 +57,12 @@ def check_data_values(X):
 
 
 def dataset_or_404(store, dataset_id, pointer=None):
-    meta = store.get_dataset_meta(dataset_id)
+    """The dataset's metadata, or a 404 (``errors`` at ``pointer`` when given) for an unknown id.
+
+    An id not of the form the API makes is unknown without a look-up: the store builds its keys from
+    ids, and ``ds_...:aux`` would name the item-id key of an existing dataset.
+    """
+    meta = store.get_dataset_meta(dataset_id) if is_record_id(dataset_id, "ds") else None
     if meta is None:
         raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired",
                        errors={pointer: ["unknown dataset"]} if pointer else None)

@@ -70,8 +70,8 @@ def problem_docs(blp, *responses):
 
 _TITLES = {
     400: "Bad request", 401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
-    413: "Payload too large", 415: "Unsupported media type", 422: "Invalid input",
-    503: "Service unavailable", 500: "Internal server error",
+    413: "Payload too large", 415: "Unsupported media type", 416: "Range not satisfiable", 422: "Invalid input",
+    501: "Not implemented", 503: "Service unavailable", 500: "Internal server error",
 }
 
 
@@ -97,14 +97,29 @@ def problem_response(status, code, detail, *, title=None, errors=None, headers=N
 
 
 def pointer_messages(messages, prefix=""):
-    """Flatten marshmallow's nested messages into ``{json_pointer: [msg, ...]}``."""
+    """Flatten marshmallow's nested messages into ``{json_pointer: [msg, ...]}``.
+
+    Parameters
+    ----------
+    messages : dict, list or str
+        marshmallow's ``ValidationError.messages``: field name (or list index) -> messages, nested.
+    prefix : str, default=""
+        Pointer of the object the messages are about (``"/params"``).
+
+    Returns
+    -------
+    dict of str to list of str
+        RFC 6901 pointers (``~`` and ``/`` in a name escaped as ``~0`` and ``~1``) -> messages;
+        ``prefix`` (or ``"/"``) for the object's own ``_schema`` messages.
+    """
     out = {}
     if isinstance(messages, dict):
         for key, val in messages.items():
             if key == "_schema":
                 out.setdefault(prefix or "/", []).extend(_strings(val))
-            else:
-                out.update(pointer_messages(val, f"{prefix}/{key}"))
+            else:  # RFC 6901: "~" -> "~0", "/" -> "~1" in a member name ({"a/b": 1} is /a~1b, not /a/b)
+                token = str(key).replace("~", "~0").replace("/", "~1")
+                out.update(pointer_messages(val, f"{prefix}/{token}"))
     else:
         out[prefix or "/"] = _strings(messages)
     return out
@@ -123,7 +138,7 @@ def _strings(val):
 
 def _http_code(exc):
     return {400: "bad_request", 404: "not_found", 405: "method_not_allowed", 413: "too_large",
-            415: "unsupported_media_type", 422: "invalid_input", 304: "not_modified",
+            415: "unsupported_media_type", 416: "range_not_satisfiable", 422: "invalid_input", 304: "not_modified",
             412: "precondition_failed", 428: "precondition_required"}.get(exc.code, "http_error")
 
 
@@ -145,9 +160,8 @@ def handle_http_exception(exc):
     if exc.code == 400 and errors:
         detail = "; ".join(m for ms in errors.values() for m in ms)
         errors = None
-    headers = {}
-    if exc.code == 405 and exc.valid_methods:
-        headers["Allow"] = ", ".join(exc.valid_methods)
+    # the exception's own headers (405 Allow, 416 Content-Range, ...), the body's type aside
+    headers = {k: v for k, v in exc.get_headers() if k.lower() != "content-type"}
     return problem_response(exc.code, _http_code(exc), detail, errors=errors, headers=headers)
 
 

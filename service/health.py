@@ -2,6 +2,7 @@
 
 from flask_smorest import Blueprint
 
+from schemas.health import HealthSchema, ReadySchema
 
 from . import get_store
 from .errors import problem_docs, problem_response
@@ -11,7 +12,7 @@ blp = Blueprint("health", __name__, description="Liveness and readiness probes")
 
 @blp.route("/healthz")
 @blp.doc(security=[])  # open even when the deployment sets API keys (service.auth)
-@blp.response(200)
+@blp.response(200, HealthSchema)
 def healthz():
     """Liveness: the web process answers."""
     return {"status": "ok"}
@@ -19,7 +20,7 @@ def healthz():
 
 @blp.route("/readyz")
 @blp.doc(security=[])
-@blp.response(200)
+@blp.response(200, ReadySchema)
 @problem_docs(blp, (503, "Redis or every worker unreachable"))
 def readyz():
     """Readiness: Redis answers and at least one worker has a live heartbeat."""

@@ -18,6 +18,7 @@ from clustering.validation import (
 )
 from schemas.jobs import (
     AffinityArgsSchema,
+    AffinitySchema,
     JobCreateSchema,
     JobListArgsSchema,
     JobListSchema,
@@ -286,7 +287,12 @@ def get_result(job_id):
 
 @blp.route("/<string:job_id>/affinity", methods=["GET"])
 @blp.arguments(AffinityArgsSchema, location="query")
-@blp.response(200)
+@blp.response(200, AffinitySchema)
+@blp.doc(responses={"200": {"description": "JSON (format=json), or the stored sparse matrix as a .npz file "
+                                           "(format=npz, scipy.sparse.load_npz reads it)",
+                            "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Affinity"}},
+                                        "application/octet-stream": {"schema": {"type": "string",
+                                                                                "format": "binary"}}}}})
 @problem_docs(blp, (404, "Unknown job or no learned matrix"), (409, "Job not SUCCEEDED (yet)"))
 def get_affinity(args, job_id):
     """Learned affinity / kernel: top-k entries per row (JSON) or the stored sparse matrix (.npz)."""

@@ -249,7 +249,7 @@ def list_questions(args, session_id):
     rec = session_or_404(ss, session_id)
     questions, token = ss.page_questions(session_id, status=args.get("status"), page_size=args["page_size"],
                                          page_token=args.get("page_token"))
-    item_ids = store.get_item_ids(rec["dataset_id"]) if questions else None
+    item_ids = ss.item_ids(rec) if questions else None
     for q in questions:
         q["item_ids"] = _item_ids_of(q, item_ids)
     return {"questions": questions, "next_page_token": token}
@@ -271,7 +271,7 @@ def lease_questions(body, session_id):
     store = get_store()
     ss = SessionStore(store)
     rec = session_or_404(ss, session_id)
-    item_ids = store.get_item_ids(rec["dataset_id"])
+    item_ids = ss.item_ids(rec)
     remaining = max(rec["budget"] - rec["budget_used"], 0)
     # While questions waiting for the model hold the rest of the budget, their answers would be late:
     # nothing is handed out (Retry-After: the pass may leave some of them unused).
@@ -341,5 +341,5 @@ def get_model(session_id):
     # The record's observed_revision moves past the model's when later answers closed no question
     # (they change nothing the model uses); the model written by a pass still ending is newer.
     model["observed_revision"] = max(model["observed_revision"], rec["observed_revision"])
-    model["item_ids"] = store.get_item_ids(rec["dataset_id"])
+    model["item_ids"] = ss.item_ids(rec)
     return model

@@ -175,8 +175,30 @@ class DatasetStoreMixin:
         if users:
             self.r.srem(f"{PREFIX}dataset:{did}:users", *(f"{k}:{i}" for k, i in users))
 
+    def _item_ids_for_sessions(self, pipe, key, users):
+        """``(key, JSON)`` of the item-id copies the sessions of a dataset being deleted keep.
+
+        A session reads its items' ids from its dataset (``GET .../model``, ``.../questions``); its
+        model outlives the dataset, and so do the ids that name its labels (a job's result holds its
+        own). Each session still there gets ``session:{id}:item_ids`` (``SessionStore.item_ids``
+        reads it; the session's delete removes it with its other keys).
+        """
+        sessions = [sid for kind, sid in users if kind == "session"]
+        if not sessions:
+            return []
+        aux = pipe.get(f"{key}:aux")
+        ids = json.loads(aux).get("item_ids") if aux else None
+        if ids is None:
+            return []
+        raw = json.dumps(ids)
+        return [(f"{PREFIX}session:{sid}:item_ids", raw) for sid in sessions
+                if pipe.exists(f"{PREFIX}session:{sid}")]
+
     def delete_dataset(self, did, guard=None):
         """Delete the matrix and metadata; False if the dataset did not exist.
+
+        The sessions on it keep a copy of its item ids (:meth:`_item_ids_for_sessions`), written in
+        the delete's transaction.
 
         The user set stays until its records expire (:meth:`_users_ttl`), so
         the ``?dataset_id=`` listings keep finding the finished jobs and closed
@@ -205,9 +227,13 @@ class DatasetStoreMixin:
             if not pipe.exists(key):
                 pipe.unwatch()
                 return False
+            users = sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key))
             if guard is not None:
-                guard(sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key)))
+                guard(users)
+            keep = self._item_ids_for_sessions(pipe, key, users)
             pipe.multi()
+            for session_key, ids in keep:
+                pipe.set(session_key, ids, ex=self.settings.job_ttl or None)
             pipe.delete(key, f"{key}:X", f"{key}:aux")
             pipe.zrem(f"{PREFIX}datasets", did)
             ttl = self._users_ttl(0)

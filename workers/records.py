@@ -7,6 +7,8 @@ page tokens with :func:`decode_token`.
 
 import base64
 import json
+import math
+import re
 import time
 import uuid
 from datetime import datetime, timezone
@@ -34,6 +36,29 @@ def utcnow_iso(ts=None):
 def new_id(prefix):
     """A new random record id ``"{prefix}_{32 hex digits}"`` (uuid4), e.g. ``new_id("job")``."""
     return f"{prefix}_{uuid.uuid4().hex}"
+
+
+_RECORD_ID = re.compile(r"(ds|job|ses)_[0-9a-f]{32}")
+
+
+def is_record_id(value, prefix):
+    """Whether ``value`` has the form of an id :func:`new_id` makes with ``prefix``.
+
+    The store builds its Redis keys from ids (``shoal:session:{id}``, ``shoal:dataset:{id}:aux``) and
+    a session's delete removes ``shoal:session:{id}:*``: a client's id must be checked to be one of
+    these before it names a key, or ``*`` and ``{id}:model`` would name other records' keys.
+
+    Parameters
+    ----------
+    value : str
+    prefix : {"ds", "job", "ses"}
+
+    Returns
+    -------
+    bool
+    """
+    match = _RECORD_ID.fullmatch(value) if isinstance(value, str) else None
+    return match is not None and match.group(1) == prefix
 
 
 def _finite_json(obj):
@@ -104,7 +129,12 @@ def decode_token(token):
     try:
         pad = "=" * (-len(token) % 4)
         ts, jid = json.loads(base64.urlsafe_b64decode(token + pad))
-        return float(ts), str(jid)
+        # what encode_token writes: a finite number and a string. A NaN (JSON's NaN, or "nan" through float())
+        # reached Redis as a score range it refuses, a 503 for a request that can never succeed.
+        if isinstance(ts, bool) or not isinstance(ts, (int, float)) or not math.isfinite(ts) \
+                or not isinstance(jid, str):
+            raise ValueError("not [finite number, string]")
+        return float(ts), jid
     except Exception as exc:  # noqa: BLE001 - any decoding problem is a bad token
         raise ValueError("page_token is not a token returned by this API") from exc
 

@@ -138,7 +138,7 @@ class SessionStore:
     def _touch(self, sid):
         ttl = self.settings.job_ttl
         keys = [self._key(sid, s) for s in ("", ":state", ":model", ":questions", ":pool", ":assignments",
-                                             ":ready", ":taken", ":disagreements", ":conflicts")]
+                                             ":ready", ":taken", ":disagreements", ":conflicts", ":item_ids")]
         pipe = self.r.pipeline()
         for k in keys:
             pipe.expire(k, ttl)
@@ -146,6 +146,27 @@ class SessionStore:
 
     def get(self, sid):
         return decode_record(self.r.hgetall(self._key(sid)))
+
+    def item_ids(self, rec):
+        """The item ids of a session's dataset, also once the dataset was deleted.
+
+        Parameters
+        ----------
+        rec : dict
+            The session's record (``id``, ``dataset_id``).
+
+        Returns
+        -------
+        list of str or None
+            The dataset's ids; after its delete the copy the session kept
+            (:meth:`workers.dataset_store.DatasetStoreMixin.delete_dataset`); None when
+            the dataset has none.
+        """
+        ids = self.store.get_item_ids(rec["dataset_id"])
+        if ids is None:
+            raw = self.r.get(self._key(rec["id"], ":item_ids"))
+            ids = json.loads(raw) if raw else None
+        return ids
 
     def exists(self, sid):
         """Whether the session's record exists (not deleted or expired)."""
@@ -201,7 +222,9 @@ class SessionStore:
         key = self._key(sid)
         existed = bool(self.r.delete(key))
         self.r.zrem(_INDEX, sid)
-        keys = list(self.r.scan_iter(match=f"{key}:*", count=1000))
+        # the id is matched literally: a "*" in it would match every session's keys
+        literal = "".join("\\" + c if c in "*?[]\\" else c for c in key)
+        keys = list(self.r.scan_iter(match=f"{literal}:*", count=1000))
         for i in range(0, len(keys), 500):
             self.r.delete(*keys[i:i + 500])
         return existed

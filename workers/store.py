@@ -302,7 +302,7 @@ class Store(DatasetStoreMixin):
         if page_token:
             ts, last_id = decode_token(page_token)
             max_score = ts
-        out = []
+        out, gone = [], []
         offset = 0
         batch = max(page_size * 2, 50)
         while len(out) < page_size:
@@ -316,13 +316,17 @@ class Store(DatasetStoreMixin):
                     continue
                 rec = load(rid)
                 if rec is None:
-                    self.r.zrem(zkey, rid)  # expired or deleted: drop from the index
+                    # expired or deleted: dropped from the index once the page is read (dropped now, every
+                    # later id would move up a rank and the next batch, read from offset, skip as many)
+                    gone.append(rid)
                     continue
                 if state and rec["state"] != state:
                     continue
                 out.append(rec)
                 if len(out) == page_size:
                     break
+        if gone:
+            self.r.zrem(zkey, *gone)
         # A full page may be followed by an empty one (allowed by AIP-158).
         token = encode_token(out[-1]["created_ts"], out[-1]["id"]) if len(out) == page_size else None
         return out, token

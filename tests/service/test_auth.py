@@ -80,3 +80,22 @@ def test_keys_asked_for_but_none_given_stop_the_process_instead_of_leaving_the_a
     with pytest.raises(ValueError, match="no API key"):
         create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_API_KEYS": keys,
                     "SHOAL_API_KEYS_FILE": str(keys_file)})
+
+
+class _Unreadable:
+    """A request body that must not be read."""
+
+    def read(self, *args):
+        raise AssertionError("the body was read before the API key was checked")
+
+    readline = read
+
+
+def test_a_chunked_body_without_a_key_is_refused_unread(locked):
+    # service.body.size_chunked_body reads a chunked body to size it: it runs after the key check.
+    chunked = {"wsgi.input": _Unreadable(), "wsgi.input_terminated": True, "HTTP_TRANSFER_ENCODING": "chunked"}
+    r = locked.post("/v1/datasets", content_type="application/json", environ_overrides=chunked)
+    assert r.status_code == 401 and r.json["code"] == "unauthorized"
+    keyed = locked.post("/v1/datasets", content_type="application/json", environ_overrides=chunked,
+                        headers={"Authorization": f"Bearer {KEY}"})
+    assert keyed.status_code == 400 and "AssertionError" in keyed.json["detail"]  # with a key it is read

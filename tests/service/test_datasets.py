@@ -164,3 +164,9 @@ def test_a_dataset_gone_mid_request_answers_404(app, body, pointed):
     doc = resp.get_json()
     assert doc["code"] == "not_found" and "ds_gone" in doc["detail"]
     assert (doc.get("errors") == {"/dataset_id": ["unknown dataset"]}) == pointed
+
+
+def test_a_method_not_allowed_is_a_405_problem_naming_the_allowed_methods(client):
+    r = client.put("/v1/datasets", json={})
+    assert r.status_code == 405 and r.mimetype == PROBLEM and r.json["code"] == "method_not_allowed"
+    assert {m.strip() for m in r.headers["Allow"].split(",")} >= {"GET", "POST"}

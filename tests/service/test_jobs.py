@@ -521,3 +521,53 @@ def test_constraint_check_holds_relative_constraints_against_the_hierarchy(clien
     assert big.mimetype == PROBLEM and "/constraints/hierarchy" in big.json["errors"]
     alone = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {"hierarchy": tree}})
     assert alone.status_code == 200 and alone.json["consistent"] is True
+
+
+def _forged_token(text):
+    import base64
+
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+@pytest.mark.parametrize("forged", ['[NaN, "job_x"]', '["nan", "job_x"]', '[Infinity, "job_x"]', '[true, "job_x"]',
+                                    '[1.5, null]', '[1.5, ["job_x"]]'])
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/datasets", "/v1/sessions", "/v1/jobs?dataset_id=ds_x"])
+def test_a_forged_page_token_is_a_400_not_a_503(client, path, forged):
+    # decode_token took a NaN timestamp ("nan" or NaN), which Redis refused as a score range: 503
+    # "unavailable, retry later" (with Retry-After) for a request that can never succeed.
+    sep = "&" if "?" in path else "?"
+    r = client.get(f"{path}{sep}page_token={_forged_token(forged)}")
+    assert r.status_code == 400, r.json
+    assert r.mimetype == PROBLEM and r.json["code"] == "bad_page_token"
+
+
+def test_a_page_token_the_api_returned_still_pages(client, blobs_dataset):
+    did, _, _ = blobs_dataset
+    for _ in range(3):
+        submit(client, did)
+    first = client.get("/v1/jobs?page_size=1").json
+    second = client.get(f"/v1/jobs?page_size=1&page_token={first['next_page_token']}")
+    assert second.status_code == 200 and second.json["jobs"][0]["id"] != first["jobs"][0]["id"]
+
+
+@pytest.mark.parametrize("params, pointer", [({"a/b": 1}, "/params/a~1b"), ({"c~d": 1}, "/params/c~0d"),
+                                             ({"~/": 1}, "/params/~0~1")])
+def test_error_pointers_escape_slash_and_tilde_in_field_names(client, blobs_dataset, params, pointer):
+    # RFC 6901: "/" in a member name is written "~1" and "~" is "~0"; "/params/a/b" names member "b" of "a".
+    did, _, _ = blobs_dataset
+    r = submit(client, did, params=params)
+    assert r.status_code == 422 and list(r.json["errors"]) == [pointer], r.json
+    top = client.post("/v1/jobs", json={"dataset_id": did, "method": "e2cp", "n_clusters": 3, "x/y": 1})
+    assert top.status_code == 422 and list(top.json["errors"]) == ["/x~1y"], top.json
+
+
+@pytest.mark.parametrize("dataset_id", ["", "d" * 101, "d" * 100_000])
+def test_the_constraint_check_refuses_a_dataset_id_no_dataset_can_have(client, dataset_id):
+    # It took any string: "" was a 404, and a 100 000-character id was looked up in Redis and echoed whole in the
+    # 404's detail. Jobs and sessions refuse both with a 422 at /dataset_id.
+    body = {"constraints": {"must_link": [[0, 1]]}}
+    for path in ("/v1/constraints/check", "/v1/jobs"):
+        r = client.post(path, json={"dataset_id": dataset_id, "method": "e2cp", "n_clusters": 2, **body}
+                        if path == "/v1/jobs" else {"dataset_id": dataset_id, **body})
+        assert r.status_code == 422 and "/dataset_id" in r.json["errors"], (path, r.status_code)
+        assert len(r.get_data()) < 2000

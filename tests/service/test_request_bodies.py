@@ -89,3 +89,49 @@ def test_a_hierarchy_at_the_depth_limit_is_accepted_one_level_deeper_is_a_422(cl
 def test_a_hierarchy_that_is_not_a_tree_of_lists_is_a_422(client, long_dataset, hierarchy):
     r = _recon(client, long_dataset, hierarchy)
     assert r.status_code == 422 and "/constraints/hierarchy" in r.json["errors"], r.json
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "br", "identity, gzip"])
+@pytest.mark.parametrize("compressed", [True, False])
+def test_a_content_encoded_body_is_a_415_naming_identity(client, coding, compressed):
+    # The service decodes no content coding: a gzip body was parsed as JSON (400 "Invalid JSON body") and a
+    # plain body labelled gzip was taken as it was (201), the declared coding ignored. RFC 9110 15.5.16: 415
+    # with Accept-Encoding naming the codings the server takes.
+    import gzip
+
+    raw = json.dumps({"data": [[0.0, 1.0], [1.0, 0.0]]}).encode()
+    r = client.post("/v1/datasets", data=gzip.compress(raw) if compressed else raw,
+                    headers={"Content-Type": "application/json", "Content-Encoding": coding})
+    assert r.status_code == 415 and r.mimetype == PROBLEM, r.json
+    assert r.json["code"] == "unsupported_content_encoding" and r.headers["Accept-Encoding"] == "identity"
+
+
+def test_an_identity_content_encoding_is_taken(client):
+    r = client.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0]]},
+                    headers={"Content-Encoding": "identity"})
+    assert r.status_code == 201, r.json
+
+
+_DIGITS = "9" * 5000  # longer than Python's int_max_str_digits (4300): json.loads raised a bare ValueError
+
+
+@pytest.mark.parametrize("path, body, pointer", [
+    ("/v1/datasets", '{"data": [[1, 2], [3, %s]]}' % _DIGITS, "/data/1/1"),
+    ("/v1/datasets", '{"data": [[1, 2], [3, -%s]]}' % _DIGITS, "/data/1/1"),
+    ("/v1/jobs", '{"dataset_id": "ds_x", "method": "e2cp", "n_clusters": %s}' % _DIGITS, "/n_clusters"),
+    ("/v1/sessions/x/questions", '{"count": %s}' % _DIGITS, "/count"),
+    ("/v1/constraints/check", '{"dataset_id": "ds_x", "constraints": {"must_link": [[0, %s]]}}' % _DIGITS,
+     "/constraints/must_link/0/1"),
+])
+def test_an_integer_longer_than_pythons_digit_limit_is_a_422_at_its_field(client, path, body, pointer):
+    # The decoder's "Exceeds the limit (4300 digits) for integer string conversion" is a ValueError, not the
+    # JSONDecodeError webargs turns into a 400: every JSON endpoint answered 500.
+    r = client.post(path, data=body, content_type="application/json")
+    assert r.status_code == 422 and r.mimetype == PROBLEM, (r.status_code, r.get_data()[:300])
+    assert r.json["code"] == "invalid_input" and list(r.json["errors"]) == [pointer], r.json
+
+
+def test_digits_inside_a_string_are_only_a_string(client):
+    r = client.post("/v1/datasets", data='{"data": [[1, 2], [3, 4]], "name": "%s"}' % _DIGITS,
+                    content_type="application/json")
+    assert r.status_code == 422 and list(r.json["errors"]) == ["/name"], r.json  # the name's own length limit

@@ -321,3 +321,28 @@ def test_work_the_broker_refused_is_failed_and_frees_its_dataset(store, kind):
     rec = next(x for x in listed if x["dataset_id"] == did)
     assert rec["state"] == "FAILED" and rec["error"]["code"] == "queue_unavailable", rec
     assert c.delete(f"/v1/datasets/{did}").status_code == 204
+
+
+def test_a_completed_session_keeps_its_item_ids_after_its_dataset_is_deleted(client, store, blobs_dataset):
+    """"Jobs already finished and completed sessions keep their results": a job's result kept its
+    item_ids, but the session's model and questions read them from the dataset and answered null
+    once it was deleted, so a client could no longer map the labels to its items."""
+    from workers.session_store import SessionStore
+
+    ss = SessionStore(store)
+    did = client.post("/v1/datasets", json={"data": [[0.0, 0.0], [0.1, 0.0], [5.0, 5.0], [5.1, 5.0]],
+                                            "item_ids": ["a", "b", "c", "d"]}).json["id"]
+    sid = client.post("/v1/sessions", json={"dataset_id": did, "budget": 1, "n_clusters": 2}).json["id"]
+    ss.replace_pool(sid, [{"question_id": "q1", "type": "pairwise", "items": [0, 2]}], 0)
+    assert ss.record_answer(sid, "q1", "cannot_link", None, None, 0) == "accepted:ready"
+    ss.save_model(sid, {"session_id": sid, "observed_revision": 0, "labels": [0, 0, 1, 1], "n_clusters": 2})
+    assert ss.update(sid, state="COMPLETED")
+    before = client.get(f"/v1/sessions/{sid}/model").json["item_ids"]
+    assert before == ["a", "b", "c", "d"]
+    assert client.delete(f"/v1/datasets/{did}").status_code == 204
+    assert client.get(f"/v1/datasets/{did}").status_code == 404
+    assert client.get(f"/v1/sessions/{sid}/model").json["item_ids"] == before
+    (question,) = client.get(f"/v1/sessions/{sid}/questions").json["questions"]
+    assert question["item_ids"] == ["a", "c"]
+    assert client.delete(f"/v1/sessions/{sid}").status_code == 204
+    assert list(store.r.scan_iter(match=ss._key(sid, "*"))) == []  # the copy goes with the session

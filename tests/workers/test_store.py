@@ -136,3 +136,25 @@ def test_a_predict_job_runs_on_its_copy_of_the_model_after_the_fitted_job_is_del
     assert not store.r.exists(f"shoal:job:{job['id']}:model")
     # the fitted job is gone: a new prediction is a 404
     assert client.post(f"/v1/jobs/{parent}/predict", json={"data": X[:2].tolist()}).status_code == 404
+
+
+def test_a_filtered_listing_past_expired_records_skips_none_of_the_live_ones(store):
+    """Records that expired (their hash gone, their index entry left) were dropped from the index while
+    the listing read it by rank: each one dropped moved the later ids up a rank, and the next batch,
+    read from the old offset, skipped as many live records. Here the one CANCELLED job, behind 10
+    expired ones and beyond the first batch of 50, was not listed at all."""
+    import uuid
+
+    zkey = f"shoal:test:index:{uuid.uuid4().hex}"
+    records = {f"rec{i:03d}": {"id": f"rec{i:03d}", "created_ts": 1000.0 - i, "state": "SUCCEEDED"}
+               for i in range(60)}
+    store.r.zadd(zkey, {rid: rec["created_ts"] for rid, rec in records.items()})
+    records["rec055"]["state"] = "CANCELLED"
+    for i in range(10):  # the newest ten expired
+        del records[f"rec{i:03d}"]
+    page, token = store.page_newest_first(zkey, records.get, state="CANCELLED", page_size=1)
+    assert [r["id"] for r in page] == ["rec055"]
+    page, token = store.page_newest_first(zkey, records.get, state="SUCCEEDED", page_size=100)
+    assert len(page) == 49 and token is None  # every live one, each once
+    assert store.r.zcard(zkey) == 50  # the expired entries are gone from the index
+    store.r.delete(zkey)
