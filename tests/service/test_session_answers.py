@@ -334,8 +334,7 @@ def _post_then_die(client, sid, monkeypatch, *items):
     import service.sessions
 
     with monkeypatch.context() as m:
-        m.setattr(service.sessions, "submit_session_update", _killed)
-        m.setattr(service.sessions, "send_session_update", _killed, raising=False)
+        m.setattr(service.sessions, "send_session_update", _killed)
         try:
             _answer(client, sid, *items)
         except _WorkerKilled:
