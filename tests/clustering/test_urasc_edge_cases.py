@@ -185,7 +185,7 @@ def test_random_strategy_every_answer_no_uses_every_cluster():
         assert np.unique(est.labels_).size == est.n_clusters_
 
 
-# ----------------------------------------------------------------------------- a far outlier's huge eigenvector entries
+# ------------------------------------------------------------------- a far outlier: huge eigenvector entries
 
 @pytest.mark.parametrize("batch_size", [1, 3])
 def test_a_far_outlier_under_the_gaussian_kernel_gives_finite_scores(batch_size):
