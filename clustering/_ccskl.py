@@ -41,7 +41,7 @@ from ._graph import (
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import CCSKL_SELECT_MAX_SAMPLES, check_data, check_n_clusters
+from .validation import CCSKL_SELECT_MAX_SAMPLES, check_data, check_n_clusters, check_sparse_values
 
 __all__ = ["CCSKL"]
 
@@ -93,7 +93,8 @@ class CCSKL(ClusterMixin, BaseEstimator):
         not finish in 600 s, while one fit at sigma = r takes about 6 s.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
-        (dense or sparse); its diagonal is ignored.
+        (dense or sparse, entries within ``MAX_ABS_VALUE`` = 1e100 as any
+        data); its diagonal is ignored.
     connect_graph : bool, default=True
         Join the components of a disconnected kNN graph with the shortest
         inter-component edges (spec §7.1); otherwise warn. With
@@ -303,6 +304,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
                 raise InvalidInputError(f"a precomputed affinity must be square, got {W.shape}", field="X")
             if not np.all(np.isfinite(W.data)):
                 raise InvalidInputError("the precomputed affinity has NaN or infinite entries", field="X")
+            check_sparse_values(W)  # the limit check_data puts on a dense affinity
         else:
             A = check_data(X)
             if A.shape[0] != A.shape[1]:

@@ -37,6 +37,7 @@ __all__ = [
     "check_hierarchy",
     "check_n_clusters",
     "check_pairs",
+    "check_sparse_values",
     "check_triplets",
     "check_urasc_n_clusters",
     "check_values",
@@ -206,6 +207,35 @@ def check_values(X, *, name="X"):
         return
     r, c = map(int, np.argwhere(~(np.abs(X) <= MAX_ABS_VALUE))[0])
     v = float(X[r, c])
+    if not np.isfinite(v):
+        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
+    _raise_too_large(name, r, c, f"{v:g}")
+
+
+def check_sparse_values(S, *, name="X"):
+    """:func:`check_values` for a scipy sparse matrix: its stored entries, named by row and column.
+
+    Parameters
+    ----------
+    S : scipy sparse matrix or array of shape (n_rows, n_columns), float64
+        CSR, or any format ``tocsr`` converts.
+    name : str, default="X"
+        Field name used in error messages.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first offending stored entry in row-major order as ``name[r][c]``
+        (``index=(r, c)``): NaN, infinity, or a finite value beyond ``±MAX_ABS_VALUE``
+        (the same limit a dense matrix has).
+    """
+    S = sparse.csr_matrix(S)
+    if np.abs(S.data).max(initial=0.0) <= MAX_ABS_VALUE:
+        return
+    S.sort_indices()
+    k = int(np.flatnonzero(~(np.abs(S.data) <= MAX_ABS_VALUE))[0])
+    r, c = int(np.searchsorted(S.indptr, k, side="right") - 1), int(S.indices[k])
+    v = float(S.data[k])
     if not np.isfinite(v):
         raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
     _raise_too_large(name, r, c, f"{v:g}")
