@@ -443,3 +443,18 @@ def test_more_clusters_than_half_the_rows_warns_nothing():
     X, _ = make_blobs(24, centers=3, random_state=0)
     model = DCRC(n_clusters=20, n_init=1, max_iter=5, random_state=0).fit(X)
     assert model.labels_.shape == (24,) and np.isfinite(model.proba_).all()
+
+
+@pytest.mark.parametrize("value, match", [(np.nan, r"init\[0, 0\] = nan.*finite"),
+                                          (1e300, r"init\[0, 0\] = 1e\+300.*within ±1e\+100")])
+def test_init_weights_are_finite_and_within_the_value_limit(value, match):
+    # 1e300 weights overflowed the L2 penalty (RuntimeWarning "overflow encountered in multiply"); a NaN was
+    # refused with "init has shape (3, 3), must be finite with shape (3, 3)", naming no value
+    X, _ = make_blobs(30, centers=3, n_features=2, random_state=1)
+    W = np.zeros((3, 3))
+    W[0, 0] = value
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        DCRC(n_clusters=3, init=W, n_init=1, max_iter=5, random_state=0).fit(X)
+    assert exc.value.field == "init"
+    with pytest.raises(InvalidInputError, match=r"has shape \(3, 2\), must have shape \(3, 3\)"):
+        DCRC(n_clusters=3, init=np.zeros((3, 2)), n_init=1, max_iter=5, random_state=0).fit(X)
