@@ -1,6 +1,8 @@
 """Shared building blocks: validation, constraint containers, graphs,
 spectral embeddings and metrics."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -226,6 +228,20 @@ def test_check_pairwise_kind_and_lengths():
     c = check_pairwise(None, None, None, 4)
     assert len(c) == 0 and c.must_link.shape == (0, 2)
 
+
+@pytest.mark.parametrize("kind, shown", [([1, 1.5], "1.5"), (np.array([1, 2**64 - 1], dtype=np.uint64), "1.84467e+19"),
+                                         ([1, 2**70], "1.18059e+21"), ([1, float("nan")], "nan"),
+                                         ([1, "cannot_link"], None), ([1, 1 + 0j], None)])
+def test_check_pairwise_refuses_kinds_that_only_cast_to_plus_or_minus_one(kind, shown):
+    # the kinds were cast to int64 before the check: 1.5 became a must-link and the uint64 2**64 - 1 a
+    # cannot-link (wrapped to -1); NaN, strings, complex numbers and Python ints beyond int64 raised
+    # ValueError / TypeError / OverflowError from the cast
+    match = rf"pair_kind\[1\] = {re.escape(shown)}, must be \+1" if shown else "pair_kind must contain only numbers"
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        check_pairwise([[0, 1], [1, 2]], kind, None, 4)
+    assert exc.value.field == "pair_kind"
+    c = check_pairwise([[0, 1], [1, 2]], np.array([1.0, -1.0]), None, 4)
+    assert c.kind.tolist() == [1, -1]
 
 def test_unique_deduplicates_unordered_pairs_keeping_max_weight():
     c = check_pairwise([[1, 0], [0, 1], [2, 3], [0, 1]], [1, 1, -1, -1], [0.3, 0.8, 1.0, 0.5], 4)
