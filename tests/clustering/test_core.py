@@ -229,8 +229,8 @@ def test_check_pairwise_kind_and_lengths():
     assert len(c) == 0 and c.must_link.shape == (0, 2)
 
 
-@pytest.mark.parametrize("kind, shown", [([1, 1.5], "1.5"), (np.array([1, 2**64 - 1], dtype=np.uint64), "1.84467e+19"),
-                                         ([1, 2**70], "1.18059e+21"), ([1, float("nan")], "nan"),
+@pytest.mark.parametrize("kind, shown", [([1, 1.5], "1.5"), ([1, 2**70], "1.18059e+21"), ([1, float("nan")], "nan"),
+                                         (np.array([1, 2**64 - 1], dtype=np.uint64), "1.84467e+19"),
                                          ([1, "cannot_link"], None), ([1, 1 + 0j], None)])
 def test_check_pairwise_refuses_kinds_that_only_cast_to_plus_or_minus_one(kind, shown):
     # the kinds were cast to int64 before the check: 1.5 became a must-link and the uint64 2**64 - 1 a
