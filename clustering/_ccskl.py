@@ -41,7 +41,7 @@ from ._graph import (
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import CCSKL_SELECT_MAX_SAMPLES, check_data, check_n_clusters
+from .validation import CCSKL_SELECT_MAX_SAMPLES, check_data, check_n_clusters, check_sparse_values
 
 __all__ = ["CCSKL"]
 
@@ -52,6 +52,26 @@ _MAX_CLOSURE_PAIRS = 2_000_000
 # --------------------------------------------------------------------------
 # Public estimator
 # --------------------------------------------------------------------------
+
+
+def _row_indices(idx, name, n):
+    """``idx`` (an int or a 1-D array-like of ints) as a 1-D int64 array of rows in ``[0, n)``.
+
+    The range is checked before the cast: 1.5 would truncate to row 1 and 2**70 overflow.
+    """
+    try:
+        arr = np.atleast_1d(np.asarray(idx))
+    except ValueError as exc:  # ragged
+        raise InvalidInputError(f"{name} must be an integer or a 1-D list of integers", field=name) from exc
+    if arr.dtype == object and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
+        arr = arr.astype(np.float64)  # Python ints beyond int64: out of range below
+    if arr.ndim != 1 or arr.dtype.kind not in "iuf":
+        raise InvalidInputError(f"{name} must be an integer or a 1-D list of integers", field=name)
+    if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):  # also refuses NaN and inf
+        raise InvalidInputError(f"{name} must be an integer or a 1-D list of integers", field=name)
+    if arr.size and (arr.min() < 0 or arr.max() >= n):
+        raise InvalidInputError(f"{name} has indices outside [0, {n - 1}]", field=name)
+    return arr.astype(np.int64)
 
 
 class CCSKL(ClusterMixin, BaseEstimator):
@@ -93,7 +113,8 @@ class CCSKL(ClusterMixin, BaseEstimator):
         not finish in 600 s, while one fit at sigma = r takes about 6 s.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
-        (dense or sparse); its diagonal is ignored.
+        (dense or sparse, entries within ``MAX_ABS_VALUE`` = 1e100 as any
+        data); its diagonal is ignored.
     connect_graph : bool, default=True
         Join the components of a disconnected kNN graph with the shortest
         inter-component edges (spec §7.1); otherwise warn. With
@@ -303,6 +324,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
                 raise InvalidInputError(f"a precomputed affinity must be square, got {W.shape}", field="X")
             if not np.all(np.isfinite(W.data)):
                 raise InvalidInputError("the precomputed affinity has NaN or infinite entries", field="X")
+            check_sparse_values(W)  # the limit check_data puts on a dense affinity
         else:
             A = check_data(X)
             if A.shape[0] != A.shape[1]:
@@ -621,15 +643,12 @@ class CCSKL(ClusterMixin, BaseEstimator):
         sklearn.exceptions.NotFittedError
             Before ``fit``.
         InvalidInputError
-            An index outside ``[0, n_samples)``.
+            An index outside ``[0, n_samples)``, or indices that are not integers
+            (integer-valued floats are accepted) given as a scalar or a 1-D list.
         """
         from sklearn.utils.validation import check_is_fitted
 
         check_is_fitted(self, "embedding_")
         n = self.embedding_.shape[0]
-        i = np.atleast_1d(np.asarray(i_idx, dtype=np.int64))
-        j = np.atleast_1d(np.asarray(j_idx, dtype=np.int64))
-        for name, idx in (("i_idx", i), ("j_idx", j)):
-            if idx.size and (idx.min() < 0 or idx.max() >= n):
-                raise InvalidInputError(f"{name} has indices outside [0, {n - 1}]", field=name)
+        i, j = _row_indices(i_idx, "i_idx", n), _row_indices(j_idx, "j_idx", n)
         return self.embedding_[i] @ self.embedding_[j].T

@@ -114,7 +114,17 @@ def check_pairwise(pairs, pair_kind, pair_weight, n_samples):
     m = p.shape[0]
     if m and pair_kind is None:
         raise InvalidInputError("pair_kind is required when pairs are given", field="pair_kind")
-    kind = np.asarray(pair_kind if pair_kind is not None else [], dtype=np.int64).ravel()
+    # compared as floats before any cast to an integer type: int64 would turn 1.5 into a must-link and the
+    # uint64 2**64 - 1 into a cannot-link (-1), and raise ValueError / OverflowError on NaN or huge ints
+    try:
+        raw = np.asarray(pair_kind if pair_kind is not None else [])
+        if raw.dtype.kind == "c":
+            raise TypeError("complex")
+        kind = raw.astype(np.float64).ravel()
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidInputError(
+            "pair_kind must contain only numbers, +1 (must-link) or -1 (cannot-link)", field="pair_kind"
+        ) from exc
     if kind.shape[0] != m:
         raise InvalidInputError(
             f"pair_kind has {kind.shape[0]} values for {m} pairs; lengths must match",
@@ -124,7 +134,7 @@ def check_pairwise(pairs, pair_kind, pair_weight, n_samples):
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise InvalidInputError(
-            f"pair_kind[{r}] = {kind[r]}, must be +1 (must-link) or -1 (cannot-link)",
+            f"pair_kind[{r}] = {kind[r]:g}, must be +1 (must-link) or -1 (cannot-link)",
             field="pair_kind",
             index=(r,),
         )

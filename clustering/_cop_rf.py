@@ -188,9 +188,10 @@ class COPRF(ClusterMixin, BaseEstimator):
         Store ``trees_`` (node arrays and constraint sets of every tree).
     n_init : int, default=10
         k-means restarts of the spectral step.
-    n_jobs : int or None, default=None
-        Threads for growing trees (numba kernels release the GIL). Results
-        do not depend on it.
+    n_jobs : int other than 0, or None, default=None
+        Threads for growing trees (numba kernels release the GIL); -1 all
+        CPUs, -2 all but one (joblib's rule), more than the CPUs as many
+        as the CPUs. Results do not depend on it.
     random_state : int, RandomState or None, default=None
         Seeds everything (one ``SeedSequence`` child per tree).
     callback : callable or None, default=None
@@ -377,7 +378,7 @@ class COPRF(ClusterMixin, BaseEstimator):
         "keep_leaves": [bool],
         "keep_trees": [bool],
         "n_init": [Interval(numbers.Integral, 1, None)],
-        "n_jobs": [numbers.Integral, None],
+        "n_jobs": [Interval(numbers.Integral, 1, None), Interval(numbers.Integral, None, -1), None],
         "random_state": [numbers.Integral, np.random.RandomState, None],
     }
 
@@ -512,7 +513,8 @@ class COPRF(ClusterMixin, BaseEstimator):
         lo = X.min(axis=0)
         hi = X.max(axis=0)
         Xt = np.ascontiguousarray(X.T)
-        n_jobs = max(1, int(effective_n_jobs(self.n_jobs)))
+        # never more threads than CPUs: joblib refuses n_jobs above 500000 (pre_dispatch = 2 * n_jobs)
+        n_jobs = max(1, min(int(effective_n_jobs(self.n_jobs)), int(effective_n_jobs(-1))))
         n_batches = min(T, max(4 * n_jobs, 8))
         bounds = np.linspace(0, T, n_batches + 1).round().astype(int)
         jobs = (

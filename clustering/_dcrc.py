@@ -39,7 +39,7 @@ from ._dcrc_em import (
 )
 from ._params import Interval, Options, validate_params
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import check_data, check_n_clusters, check_triplets, check_weights
+from .validation import MAX_ABS_VALUE, check_data, check_n_clusters, check_triplets, check_weights
 
 __all__ = ["DCRC", "select_dcrc_params"]
 
@@ -67,14 +67,24 @@ def check_start_weights(W, shape, field, what):
     Raises
     ------
     InvalidInputError
-        Ragged, wrongly shaped or non-finite ``W``.
+        Ragged or wrongly shaped ``W``, or a value that is not finite or lies beyond
+        ``±MAX_ABS_VALUE`` (the squared weights of the L2 penalty would overflow).
     """
     try:
         W = np.array(W, dtype=np.float64)
     except (TypeError, ValueError):
         W = np.empty(0)
-    if W.shape != tuple(shape) or not np.all(np.isfinite(W)):
-        raise InvalidInputError(f"{what} has shape {W.shape}, must be finite with shape {tuple(shape)}", field=field)
+    if W.shape != tuple(shape):
+        raise InvalidInputError(f"{what} has shape {W.shape}, must have shape {tuple(shape)}", field=field)
+    bad = ~(np.abs(W) <= MAX_ABS_VALUE)
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise InvalidInputError(
+            f"{what}[{', '.join(map(str, idx))}] = {float(W[idx]):g}; weights must be finite and within "
+            f"±{MAX_ABS_VALUE:g}",
+            field=field,
+            index=idx,
+        )
     return W
 
 

@@ -300,6 +300,8 @@ def _kmeans_logistic_init(Xs, K, lam, n_init, rng):
         if present.size < 2:
             return W
         C = 1.0 / (2.0 * lam) if lam > 0 else 1e12
+        # n_clusters may reach n_samples: k-means' labels are classes, not a regression target
+        warnings.filterwarnings("ignore", "The number of unique classes is greater than 50%", UserWarning)
         lr = LogisticRegression(C=C, max_iter=1000).fit(Xs, labels)
     coef, icpt = lr.coef_, lr.intercept_
     if present.size == 2:  # binary: one row w -> (-w/2, w/2)

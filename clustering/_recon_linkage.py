@@ -290,7 +290,10 @@ def _recon_linkage(X, rel, callback=None, *, maintain_tree=True, check_tree=Fals
         a_id, b_id = lid[i], lid[j]
         ni, nj = size[i], size[j]
         Z[s] = (min(a_id, b_id), max(a_id, b_id), math.sqrt(d2), ni + nj)
-        cent[i] = (ni * cent[i] + nj * cent[j]) / (ni + nj)
+        if not np.array_equal(cent[i], cent[j]):
+            # (ni x + nj x) / (ni + nj) is not always x in floating point: equal centroids stay exact, so
+            # the rows nearest to either (distance 0) keep the merged cluster below without a new row
+            cent[i] = (ni * cent[i] + nj * cent[j]) / (ni + nj)
         size[i] = ni + nj
         lid[i] = n + s
         active[j] = False

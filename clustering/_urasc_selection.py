@@ -72,10 +72,20 @@ def eigenvector_derivative(V, eigenvalues, i, j, k, *, perturbation="exact", gap
     return c, float(dlam)
 
 
+# Entries of the eigenvectors above this are scaled down in _gradient_norms (their fourth powers overflow
+# near 1e77); far above what a graph whose degrees are not tiny gives.
+_V_RESCALE = 1e50
+
+
 def _gradient_norms(V, lam, cand, reps, K, *, perturbation, terms, gap_floor, chunk=4_000_000):
     """Sum over k < K of ``||d v_k / d w_{cand, rep}||`` for many pairs (U6, §6.2).
 
     Returns ndarray of shape (len(cand),).
+
+    Each norm is homogeneous of degree 2 in the rows of ``V`` (fixed ``lam``). A sample of
+    nearly no degree (a far outlier under the Gaussian kernel: 3e-183) has D-normalised
+    entries near 1 / sqrt(degree) (2e91) whose fourth powers overflow, so a chunk holding
+    entries above ``_V_RESCALE`` is computed on ``V / s`` and multiplied by ``s**2``.
     """
     cand = np.asarray(cand, dtype=np.int64)
     reps = np.asarray(reps, dtype=np.int64)
@@ -93,6 +103,10 @@ def _gradient_norms(V, lam, cand, reps, K, *, perturbation, terms, gap_floor, ch
     for s in range(0, cand.size, step):
         a, b = cand[s:s + step], reps[s:s + step]
         Va, Vb = V[a], V[b]  # (P, q)
+        scale = max(np.abs(Va).max(initial=0.0), np.abs(Vb).max(initial=0.0))
+        scale = scale if scale > _V_RESCALE else 1.0
+        if scale != 1.0:
+            Va, Vb = Va / scale, Vb / scale
         dv = Va - Vb
         num = dv[:, :, None] * dv[:, None, :K]  # (P, q, K)
         if perturbation == "exact":
@@ -100,7 +114,7 @@ def _gradient_norms(V, lam, cand, reps, K, *, perturbation, terms, gap_floor, ch
         c2 = np.einsum("pqk,pqk->pk", num * inv[None], num * inv[None])
         if perturbation == "exact" and terms != "complement":
             c2 += 0.25 * (Va[:, :K] ** 2 + Vb[:, :K] ** 2) ** 2
-        out[s:s + step] = np.sqrt(c2).sum(axis=1)
+        out[s:s + step] = np.sqrt(c2).sum(axis=1) * scale**2
     return out
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "check_hierarchy",
     "check_n_clusters",
     "check_pairs",
+    "check_sparse_values",
     "check_triplets",
     "check_urasc_n_clusters",
     "check_values",
@@ -157,7 +158,10 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
                 raise InvalidInputError(f"{name} has rows of different lengths", field=name)
             if arr.ndim == 2 and all(isinstance(v, numbers.Real) for v in arr.flat):
                 # an object array of real numbers (e.g. X.astype(object)) is numeric data
-                arr = arr.astype(np.float64)
+                try:
+                    arr = arr.astype(np.float64)
+                except OverflowError:  # a Python int (JSON's have no size limit) beyond float64's range
+                    _raise_beyond_float(arr, name)
         if arr.dtype.kind == "c":
             raise InvalidInputError(
                 f"{name} has complex values; complex data is not supported, only real numbers", field=name
@@ -205,12 +209,57 @@ def check_values(X, *, name="X"):
     v = float(X[r, c])
     if not np.isfinite(v):
         raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
+    _raise_too_large(name, r, c, f"{v:g}")
+
+
+def check_sparse_values(S, *, name="X"):
+    """:func:`check_values` for a scipy sparse matrix: its stored entries, named by row and column.
+
+    Parameters
+    ----------
+    S : scipy sparse matrix or array of shape (n_rows, n_columns), float64
+        CSR, or any format ``tocsr`` converts.
+    name : str, default="X"
+        Field name used in error messages.
+
+    Raises
+    ------
+    InvalidInputError
+        Naming the first offending stored entry in row-major order as ``name[r][c]``
+        (``index=(r, c)``): NaN, infinity, or a finite value beyond ``±MAX_ABS_VALUE``
+        (the same limit a dense matrix has).
+    """
+    S = sparse.csr_matrix(S)
+    if np.abs(S.data).max(initial=0.0) <= MAX_ABS_VALUE:
+        return
+    S.sort_indices()
+    k = int(np.flatnonzero(~(np.abs(S.data) <= MAX_ABS_VALUE))[0])
+    r, c = int(np.searchsorted(S.indptr, k, side="right") - 1), int(S.indices[k])
+    v = float(S.data[k])
+    if not np.isfinite(v):
+        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
+    _raise_too_large(name, r, c, f"{v:g}")
+
+
+def _raise_too_large(name, r, c, shown):
     raise InvalidInputError(
-        f"{name}[{r}][{c}] = {v:g} is too large: values must lie within ±{MAX_ABS_VALUE:g} (squared "
+        f"{name}[{r}][{c}] = {shown} is too large: values must lie within ±{MAX_ABS_VALUE:g} (squared "
         "distances between larger values overflow 64-bit floats); rescale the data",
         field=name,
         index=(r, c),
     )
+
+
+def _raise_beyond_float(arr, name):
+    """Name the first cell of an object array of real numbers that no float64 holds (a Python int or
+    fraction beyond 1.8e308), in scientific notation from its integer part."""
+    for (r, c), v in np.ndenumerate(arr):
+        try:
+            float(v)
+        except OverflowError:
+            i = int(v)
+            digits = str(abs(i))
+            _raise_too_large(name, r, c, f"{'-' if i < 0 else ''}{digits[0]}.{digits[1:6]}e+{len(digits) - 1}")
 
 
 def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", allow_none=False):
@@ -299,20 +348,23 @@ def _as_index_array(values, width, name, n_samples):
         if bad.any():
             r, c = map(int, np.argwhere(bad)[0])
             raise InvalidInputError(
-                f"{name}[{r}][{c}] = {arr[r, c]!r} is not an integer index", field=name, index=(r, c)
+                f"{name}[{r}][{c}] = {float(arr[r, c])!r} is not an integer index", field=name, index=(r, c)
             )
     elif arr.dtype.kind not in "iu" or arr.dtype == bool:
         raise InvalidInputError(f"{name} must contain integer indices", field=name)
-    arr = arr.astype(np.int64)
+    # the range is checked in the input's own dtype: a float beyond int64 (1e20) or a uint64 above
+    # 2**63 - 1 would wrap in the cast and be named as a different (negative) number
     bad = (arr < 0) | (arr >= n_samples)
     if bad.any():
         r, c = map(int, np.argwhere(bad)[0])
+        v = arr[r, c]
+        shown = int(v) if arr.dtype.kind in "iu" or abs(v) < 2.0**53 else repr(float(v))
         raise InvalidInputError(
-            f"{name}[{r}][{c}] = {arr[r, c]} is out of range [0, {n_samples - 1}]",
+            f"{name}[{r}][{c}] = {shown} is out of range [0, {n_samples - 1}]",
             field=name,
             index=(r, c),
         )
-    return np.ascontiguousarray(arr)
+    return np.ascontiguousarray(arr.astype(np.int64))
 
 
 def check_pairs(pairs, n_samples, *, name="pairs"):
@@ -383,7 +435,7 @@ def check_weights(weights, n_pairs, *, name="weights"):
     if bad.any():
         r = int(np.flatnonzero(bad)[0])
         raise InvalidInputError(
-            f"{name}[{r}] = {w[r]!r}, must be in (0, 1]", field=name, index=(r,)
+            f"{name}[{r}] = {float(w[r])!r}, must be in (0, 1]", field=name, index=(r,)
         )
     return w
 

@@ -243,18 +243,21 @@ class COPKMeans(ClusterMixin, BaseEstimator):
             Contradictory constraints, or no run could place every sample
             (see the class docstring).
         InvalidInputError
-            Bad data, constraint indices, kinds, weights, ``init`` shape or
-            parameters.
+            Bad data, constraint indices, kinds, weights, ``init`` (shape, or
+            values that are not finite numbers within ``MAX_ABS_VALUE``, as data)
+            or parameters.
         """
         self._validate()
         X = check_data(X)
         self.n_features_in_ = X.shape[1]
         n, d = X.shape
         K = check_n_clusters(self.n_clusters, n)
-        if isinstance(self.init, np.ndarray) and self.init.shape != (K, d):
-            raise InvalidInputError(
-                f"init has shape {self.init.shape}, expected ({K}, {d})", field="init"
-            )
+        if isinstance(self.init, np.ndarray):
+            if self.init.shape != (K, d):
+                raise InvalidInputError(
+                    f"init has shape {self.init.shape}, expected ({K}, {d})", field="init"
+                )
+            check_data(self.init, name="init", min_samples=1)  # numbers, finite, within 1e100
         cons = check_pairwise(pairs, pair_kind, pair_weight, n)
         conflicts, n_conflicts = cons.conflicts()
         if n_conflicts:

@@ -17,7 +17,7 @@ from .._graph import gaussian_affinity, knn_gaussian_graph, kth_neighbor_sigma
 from .._params import Interval, Options, validate_params
 from .._spectral import kmeans_labels, njw_embedding, warn_if_disconnected
 from ..exceptions import InvalidInputError
-from ..validation import check_data, check_n_clusters
+from ..validation import check_data, check_n_clusters, check_sparse_values
 
 __all__ = ["SpectralClustering"]
 
@@ -36,6 +36,7 @@ def _check_precomputed(A, name="X"):
             raise InvalidInputError(f"{name} must be a square affinity matrix, got shape {A.shape}", field=name)
         if not np.isfinite(A.data).all():
             raise InvalidInputError(f"{name} has non-finite entries", field=name)
+        check_sparse_values(A, name=name)  # the limit check_data puts on a dense affinity
         if (A.data < 0).any():
             raise InvalidInputError(f"{name} has negative entries; affinities must be >= 0", field=name)
         asym = abs(A - A.T)
@@ -114,7 +115,8 @@ class SpectralClustering(ClusterMixin, BaseEstimator):
         "rbf": dense Gaussian graph (Eq. B1) for ``n <= 5000``, Gaussian kNN
         graph above; "knn": Gaussian kNN graph, union-symmetrised;
         "precomputed": ``X`` is a symmetric non-negative ``(n, n)`` affinity
-        (dense or sparse); its diagonal is ignored.
+        (dense or sparse, entries within ``MAX_ABS_VALUE`` = 1e100 as any
+        data); its diagonal is ignored.
     sigma : float > 0, "njw_search" or None, default=None
         Gaussian bandwidth in the units of ``X``. None: mean distance to the
         ``n_neighbors``-th neighbour. "njw_search": NJW's own rule, run the

@@ -573,3 +573,16 @@ def test_groups_of_equal_rows_above_the_dense_eigh_limit_end(cls):
     labels = cls(n_clusters=3, random_state=0).fit(X, **fit).labels_
     assert set(labels.tolist()) == {0, 1, 2}
     assert (labels.reshape(40, 30) == labels.reshape(40, 30)[:, :1]).all()  # equal rows stay together
+
+
+@pytest.mark.parametrize("init, match", [(np.full((3, 2), np.nan), r"init\[0\]\[0\] is nan"),
+                                         (np.full((3, 2), 1e300), r"init\[0\]\[0\] = 1e\+300 is too large"),
+                                         (np.array([["a", "b"]] * 3), "init must contain only numbers"),
+                                         (np.zeros((3, 2), dtype=complex), "init has complex values")])
+def test_cop_kmeans_init_centres_are_checked_as_data(init, match):
+    # NaN centres were accepted and put every sample in one cluster; 1e300 overflowed the squared distances
+    # (RuntimeWarning); strings raised a bare ValueError and complex numbers a ComplexWarning
+    X, _ = make_blobs(30, centers=3, random_state=1)
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        COPKMeans(3, init=init, random_state=0).fit(X)
+    assert exc.value.field == "init"

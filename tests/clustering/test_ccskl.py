@@ -629,3 +629,15 @@ def test_tiny_sigma_on_coinciding_points_clusters():
         labels = model.fit(np.ones((10, 2)), pairs=[[0, 1], [0, 9]], pair_kind=[1, -1]).labels_
     assert labels.shape == (10,) and set(labels.tolist()) <= {0, 1}
     assert np.isfinite(model.beta_).all()
+
+
+@pytest.mark.parametrize("i_idx", [1.5, [[0, 1]], ["a"], [2**70], [1 + 0j], [True]])
+def test_kernel_refuses_indices_that_are_not_integers_in_one_dimension(i_idx):
+    # 1.5 was truncated to row 1, [[0, 1]] gave a (1, 2, 1) array instead of (len(i), len(j)), and strings,
+    # complex numbers or ints beyond int64 raised ValueError / TypeError / OverflowError from the cast
+    X, _ = make_blobs(30, centers=3, random_state=1)
+    est = CCSKL(3, n_components=5, random_state=0).fit(X)
+    with pytest.raises(InvalidInputError, match="i_idx") as exc:
+        est.kernel(i_idx, [2])
+    assert exc.value.field == "i_idx"
+    np.testing.assert_array_equal(est.kernel(np.int64(1), [2.0]), est.kernel([1], [2]))

@@ -621,3 +621,18 @@ def test_the_wire_default_forest_fits_the_tree_rows_limit_on_cop_rf_max_samples(
     from schemas.methods import COPRFParams
 
     assert COPRFParams().load({})["n_estimators"] * COP_RF_AUTO_MAX_SAMPLES <= COP_RF_MAX_TREE_ROWS
+
+
+def test_n_jobs_zero_is_a_parameter_error_and_more_than_the_cpus_is_the_cpus():
+    # n_jobs=0 reached joblib mid-fit ("n_jobs == 0 in Parallel has no meaning", a bare ValueError), and
+    # n_jobs=10**6 failed there too ("Numeric literal 2000000 is too large"): the threads are capped at the CPUs
+    X, y = make_blobs(60, centers=3, random_state=0)
+    pairs = np.array([[0, 1], [2, 3], [4, 5]])
+    kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    with pytest.raises(InvalidInputError, match=r"n_jobs == 0, must be") as exc:
+        COPRF(3, n_estimators=10, n_jobs=0).fit(X, pairs=pairs, pair_kind=kind)
+    assert exc.value.field == "n_jobs"
+    labels = [COPRF(3, n_estimators=10, filter_repeats=5, n_jobs=j, random_state=0).fit(X, pairs=pairs,
+                                                                                           pair_kind=kind).labels_
+              for j in (1, 10**6)]
+    np.testing.assert_array_equal(labels[0], labels[1])

@@ -1,6 +1,8 @@
 """Shared building blocks: validation, constraint containers, graphs,
 spectral embeddings and metrics."""
 
+import re
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -126,6 +128,38 @@ def test_check_pairs_non_integer_float():
     assert exc.value.index == (0, 1)
 
 
+@pytest.mark.parametrize("pairs, shown", [(np.array([[0.0, 1e20]]), "1e+20"),
+                                          (np.array([[0, 2**63 + 5]], dtype=np.uint64), str(2**63 + 5)),
+                                          (np.array([[0.0, -1e300]]), "-1e+300")])
+def test_check_pairs_names_an_index_beyond_int64_as_given(pairs, shown):
+    # it was cast to int64 first: the message named a wrapped value (-9223372036854775808) and the float
+    # cast warned "invalid value encountered in cast"
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidInputError, match=r"pairs\[0\]\[1\] = " + shown.replace("+", r"\+")
+                           + r" is out of range \[0, 4\]") as exc:
+            check_pairs(pairs, 5)
+    assert exc.value.index == (0, 1)
+
+
+def test_messages_show_numpy_scalars_as_plain_numbers():
+    # numpy 2's repr: "pairs[0][1] = np.float64(0.5) is not an integer index"
+    with pytest.raises(InvalidInputError, match=r"pairs\[0\]\[1\] = 0.5 is not an integer index"):
+        check_pairs(np.array([[0, 0.5]]), 5)
+    with pytest.raises(InvalidInputError, match=r"weights\[1\] = 2.0, must be in \(0, 1\]"):
+        check_weights(np.array([0.5, 2.0]), 2)
+
+
+@pytest.mark.parametrize("X", [[[10**400, 1], [2, 3]], np.array([[1, 2], [3, -10**309]], dtype=object)])
+def test_check_data_names_a_python_integer_too_large_for_a_float(X):
+    # JSON and Python ints have no size limit: astype(float64) raised OverflowError
+    with pytest.raises(InvalidInputError, match=r"X\[\d\]\[\d\] .*too large") as exc:
+        check_data(X)
+    assert exc.value.field == "X" and exc.value.index in ((0, 0), (1, 1))
+
+
 def test_check_weights():
     np.testing.assert_array_equal(check_weights(None, 3), np.ones(3))
     with pytest.raises(InvalidInputError, match=r"w\[1\]") as exc:
@@ -194,6 +228,20 @@ def test_check_pairwise_kind_and_lengths():
     c = check_pairwise(None, None, None, 4)
     assert len(c) == 0 and c.must_link.shape == (0, 2)
 
+
+@pytest.mark.parametrize("kind, shown", [([1, 1.5], "1.5"), ([1, 2**70], "1.18059e+21"), ([1, float("nan")], "nan"),
+                                         (np.array([1, 2**64 - 1], dtype=np.uint64), "1.84467e+19"),
+                                         ([1, "cannot_link"], None), ([1, 1 + 0j], None)])
+def test_check_pairwise_refuses_kinds_that_only_cast_to_plus_or_minus_one(kind, shown):
+    # the kinds were cast to int64 before the check: 1.5 became a must-link and the uint64 2**64 - 1 a
+    # cannot-link (wrapped to -1); NaN, strings, complex numbers and Python ints beyond int64 raised
+    # ValueError / TypeError / OverflowError from the cast
+    match = rf"pair_kind\[1\] = {re.escape(shown)}, must be \+1" if shown else "pair_kind must contain only numbers"
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        check_pairwise([[0, 1], [1, 2]], kind, None, 4)
+    assert exc.value.field == "pair_kind"
+    c = check_pairwise([[0, 1], [1, 2]], np.array([1.0, -1.0]), None, 4)
+    assert c.kind.tolist() == [1, -1]
 
 def test_unique_deduplicates_unordered_pairs_keeping_max_weight():
     c = check_pairwise([[1, 0], [0, 1], [2, 3], [0, 1]], [1, 1, -1, -1], [0.3, 0.8, 1.0, 0.5], 4)

@@ -434,3 +434,27 @@ def test_extra_start_from_a_fit_never_ends_below_that_fit(blobs):
     with pytest.raises(InvalidInputError):
         DCRC(n_clusters=3, extra_starts=np.full((1, 3, X.shape[1] + 1), np.nan)).fit(X, triplets=tri,
                                                                                    triplet_answer=ans)
+
+
+def test_more_clusters_than_half_the_rows_warns_nothing():
+    # n_clusters may go up to n_samples; on more than 20 rows k-means' labels then hold more classes than half
+    # the rows, and the initial logistic regression leaked scikit-learn's UserWarning "The number of unique
+    # classes is greater than 50% of the number of samples" to the caller (pytest turns it into an error)
+    X, _ = make_blobs(24, centers=3, random_state=0)
+    model = DCRC(n_clusters=20, n_init=1, max_iter=5, random_state=0).fit(X)
+    assert model.labels_.shape == (24,) and np.isfinite(model.proba_).all()
+
+
+@pytest.mark.parametrize("value, match", [(np.nan, r"init\[0, 0\] = nan.*finite"),
+                                          (1e300, r"init\[0, 0\] = 1e\+300.*within ±1e\+100")])
+def test_init_weights_are_finite_and_within_the_value_limit(value, match):
+    # 1e300 weights overflowed the L2 penalty (RuntimeWarning "overflow encountered in multiply"); a NaN was
+    # refused with "init has shape (3, 3), must be finite with shape (3, 3)", naming no value
+    X, _ = make_blobs(30, centers=3, n_features=2, random_state=1)
+    W = np.zeros((3, 3))
+    W[0, 0] = value
+    with pytest.raises(InvalidInputError, match=match) as exc:
+        DCRC(n_clusters=3, init=W, n_init=1, max_iter=5, random_state=0).fit(X)
+    assert exc.value.field == "init"
+    with pytest.raises(InvalidInputError, match=r"has shape \(3, 2\), must have shape \(3, 3\)"):
+        DCRC(n_clusters=3, init=np.zeros((3, 2)), n_init=1, max_iter=5, random_state=0).fit(X)

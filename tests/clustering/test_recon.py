@@ -515,3 +515,26 @@ def test_coinciding_rows_cost_one_distance_row_per_merge(monkeypatch):
     assert sum(computed) < 5 * n  # was 80 000 rows (one per stale slot per merge)
     assert sorted(np.bincount(model.labels_).tolist()) == [5, n - 5]
     assert is_valid_linkage(model.linkage_)
+
+
+def test_groups_of_equal_rows_away_from_zero_cost_one_distance_row_per_merge(monkeypatch):
+    """Non-regression: the size-weighted centroid of two clusters at the same point x, (ni x + nj x) / (ni + nj),
+    is not always x in floating point; the rows whose nearest neighbour was merged then saw the new cluster a
+    rounding error farther than their distance 0 and were all recomputed: 5 groups of 800 equal rows at random
+    points took 5.8 s (0.6 s for 4000 distinct rows), computing about 100 distance rows per merge."""
+    from clustering import _recon_linkage
+
+    computed = []
+
+    def counting_cdist(A, B, metric):
+        computed.append(len(A))
+        return cdist(A, B, metric)
+
+    cdist = _recon_linkage.cdist
+    monkeypatch.setattr(_recon_linkage, "cdist", counting_cdist)
+    n = 400
+    X = np.random.default_rng(0).normal(0.0, 5.0, (5, 5))[np.arange(n) % 5]
+    model = ReCon(n_clusters=5).fit(X)
+    assert sum(computed) < 5 * n
+    assert sorted(np.bincount(model.labels_).tolist()) == [80] * 5
+    assert is_valid_linkage(model.linkage_) and np.all(model.linkage_[: n - 5, 2] == 0.0)

@@ -177,3 +177,22 @@ def test_docstrings_name_every_parameter_fitted_attribute_and_raises(name):
         if not fdoc["Raises"]:
             problems.append(f"{meth}: no Raises section")
     assert not problems, problems
+
+
+@pytest.mark.parametrize("make", [lambda: cl.SpectralClustering(3, affinity="precomputed", random_state=0),
+                                  lambda: cl.SpectralLearning(3, affinity="precomputed", random_state=0),
+                                  lambda: cl.CCSKL(3, affinity="precomputed", n_components=6, random_state=0)],
+                         ids=["SpectralClustering", "SpectralLearning", "CCSKL"])
+@pytest.mark.parametrize("scale", [1.7e308, 1e101])
+def test_a_sparse_precomputed_affinity_has_the_dense_value_limit(make, scale):
+    # a dense affinity goes through check_data (|value| <= 1e100); a sparse one only had to be finite, and
+    # entries near 1.7e308 overflowed the degrees ("overflow encountered in reduceat", pytest's error)
+    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    A = np.exp(-d2 / 4.0)
+    np.fill_diagonal(A, 0.0)
+    A[A < 1e-3] = 0.0
+    S = sp.csr_matrix(A * scale)
+    r, c = map(int, np.argwhere(A * scale > 1e100)[0])
+    with pytest.raises(InvalidInputError, match=rf"X\[{r}\]\[{c}\] = .* is too large") as exc:
+        make().fit(S, **({} if isinstance(make(), cl.SpectralClustering) else PAIRWISE))
+    assert exc.value.field == "X" and exc.value.index == (r, c)

@@ -183,3 +183,25 @@ def test_random_strategy_every_answer_no_uses_every_cluster():
         est = URASC(n_clusters=n_clusters, strategy="random", budget=None, random_state=0,
                     n_init=2).fit(X, oracle=lambda i, j: False)
         assert np.unique(est.labels_).size == est.n_clusters_
+
+
+# ------------------------------------------------------------------- a far outlier: huge eigenvector entries
+
+@pytest.mark.parametrize("batch_size", [1, 3])
+def test_a_far_outlier_under_the_gaussian_kernel_gives_finite_scores(batch_size):
+    """Non-regression: one row at 1e4 among blobs of width 10, kernel="gaussian". Its degree is about 3e-183, so the
+    D-normalised eigenvectors hold entries near 2e91 there and the U6 gradient norms squared them twice: "overflow
+    encountered in square", inf scores, and with a batch "invalid value" (inf - inf) in the diversity weights."""
+    import warnings
+
+    rng = np.random.RandomState(0)
+    y = np.arange(30) % 3
+    X = (rng.randn(3, 2) * 10)[y] + 0.5 * rng.randn(30, 2)
+    X[0] = 1e4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = URASC(budget=8, kernel="gaussian", batch_size=batch_size, random_state=0).fit(X, oracle=_oracle(y))
+        grad = est.gradient_[np.isfinite(est.gradient_)]
+        assert grad.size and np.all(grad >= 0)
+        for q in est.suggest_queries(3) + est.query_log_:
+            assert q["score"] is None or np.isfinite(q["score"])
