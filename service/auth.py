@@ -13,7 +13,7 @@ constant time, so the answer's timing tells nothing about a key.
 import hashlib
 import hmac
 
-from flask import request
+from flask import g, request
 
 from .errors import ApiError
 
@@ -94,6 +94,7 @@ def register(app):
         if scheme.lower() == "bearer" and token:
             given = _digest(token)
             if sum(hmac.compare_digest(given, d) for d in digests):  # every key compared: no early exit
+                g.api_client = given.hex()[:16]  # who is asking, for per-client scopes (service.idempotency)
                 return
             detail = "the API key is not valid"
         else:

@@ -5,7 +5,8 @@ job. Sent again with the same ``Idempotency-Key`` header (IETF
 draft-ietf-httpapi-idempotency-key-header; Google AIP-155's request id), the
 request is answered with the first response (same status, body and
 ``Location``, plus ``Idempotent-Replayed: true``) instead of creating a second
-job. The key is remembered per endpoint for ``SHOAL_IDEMPOTENCY_TTL`` seconds
+job. The key is remembered per endpoint (and, where API keys are configured, per
+API key: :mod:`service.auth`) for ``SHOAL_IDEMPOTENCY_TTL`` seconds
 (24 h) after a 2xx answer; a request that fails frees it, so the corrected
 request may reuse it. The same key with a different body is a 422
 ``idempotency_key_reused``; while the first request still runs, a 409
@@ -65,7 +66,8 @@ def _claim():
         raise ApiError(400, "invalid_idempotency_key", f"{HEADER} must be 1 to 255 visible ASCII characters",
                        errors={f"header:{HEADER}": ["1 to 255 visible ASCII characters"]})
     fingerprint = hashlib.sha256(request.get_data(cache=True)).hexdigest()
-    scope = f"POST {request.path}"
+    # per endpoint and, with API keys, per client: two clients that pick the same key (say "1") are two requests
+    scope = f"POST {request.path}" + (f" client {g.api_client}" if g.get("api_client") else "")
     found = get_store().claim_request(scope, key, fingerprint)
     if found is None:
         g.idempotency_claim = (scope, key, fingerprint)

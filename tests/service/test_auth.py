@@ -99,3 +99,16 @@ def test_a_chunked_body_without_a_key_is_refused_unread(locked):
     keyed = locked.post("/v1/datasets", content_type="application/json", environ_overrides=chunked,
                         headers={"Authorization": f"Bearer {KEY}"})
     assert keyed.status_code == 400 and "AssertionError" in keyed.json["detail"]  # with a key it is read
+
+
+def test_idempotency_keys_are_per_api_key(locked):
+    """Two clients that pick the same Idempotency-Key are two requests: the second was answered with
+    the first client's dataset (a replay) and created nothing, though it came with another API key."""
+    body = {"data": [[0.0, 1.0], [1.0, 0.0]]}
+    mine, theirs = ({"Authorization": f"Bearer {k}", "Idempotency-Key": "1"} for k in (KEY, OTHER))
+    first = locked.post("/v1/datasets", json=body, headers=mine)
+    other = locked.post("/v1/datasets", json=body, headers=theirs)
+    again = locked.post("/v1/datasets", json=body, headers=mine)
+    assert first.status_code == other.status_code == again.status_code == 201
+    assert "Idempotent-Replayed" not in other.headers and other.json["id"] != first.json["id"]
+    assert again.headers["Idempotent-Replayed"] == "true" and again.json["id"] == first.json["id"]
