@@ -46,7 +46,8 @@ def test_any_configured_key_opens_the_api(locked, key):
     assert locked.get("/metrics").status_code == 401
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/openapi.yaml", "/openapi.json", "/docs", "/docs/assets/swagger-ui.css"])
+@pytest.mark.parametrize("path", ["/healthz", "/openapi.yaml", "/openapi.json", "/docs",
+                                  "/docs/assets/swagger-ui.css"])
 def test_probes_and_docs_stay_open(locked, path):
     assert locked.get(path).status_code == 200
 
