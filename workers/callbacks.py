@@ -18,9 +18,21 @@ _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain")
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
 
 
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the last 32 bits are the IPv4 address
+
+
 def _not_public(address):
-    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 is loopback too
-    return not (mapped or address).is_global
+    """Whether ``address`` (or an IPv4 address it carries) is not a public unicast address.
+
+    IPv6 forms that carry an IPv4 address are judged by it too: IPv4-mapped (``::ffff:127.0.0.1``), NAT64
+    (``64:ff9b::7f00:1``), 6to4 (``2002:7f00:1::``) and Teredo (its client). Multicast is not a POST target.
+    """
+    carried = [address]
+    if address.version == 6:
+        carried += [address.ipv4_mapped, address.sixtofour, (address.teredo or (None, None))[1]]
+        if address in _NAT64:
+            carried.append(ipaddress.IPv4Address(int(address) & 0xFFFFFFFF))
+    return any(not a.is_global or a.is_multicast for a in carried if a is not None)
 
 
 def _ipv4_like(host):

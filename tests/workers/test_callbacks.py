@@ -52,6 +52,12 @@ def fake_dns(monkeypatch):
     ("http://192.168.1.1/x", True),
     ("http://LOCALHOST./x", True),
     ("http://[::ffff:127.0.0.1]/x", True),  # IPv4-mapped loopback
+    ("http://[64:ff9b::7f00:1]/x", True),  # NAT64 of 127.0.0.1
+    ("http://[64:ff9b::a00:7]/x", True),  # NAT64 of 10.0.0.7
+    ("http://[2002:7f00:1::]/x", True),  # 6to4 of 127.0.0.1
+    ("http://[2001:0:4136:e378:8000:63bf:f5ff:fffe]/x", True),  # Teredo, client 10.0.0.1
+    ("http://224.0.0.1/x", True),  # multicast
+    ("http://[ff02::1]/x", True),
     ("http://hooks.example.com/x", False),
     ("http://93.184.216.34/x", False),
 ])
@@ -201,3 +207,8 @@ def test_pinned_https_post_checks_the_certificate_against_the_host_name(fake_dns
         assert len(server.seen) == 1 and fake_dns == []
     finally:
         server.shutdown()
+
+
+@pytest.mark.parametrize("literal", ["64:ff9b::5db8:d822", "2606:4700::1", "2002:5db8:d822::"])
+def test_public_ipv6_including_forms_carrying_a_public_ipv4_pass(fake_dns, literal):
+    assert pinned_address(f"http://[{literal}]/x", allow_private=False) == literal
