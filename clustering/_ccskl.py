@@ -186,7 +186,9 @@ class CCSKL(ClusterMixin, BaseEstimator):
         JSON-serialisable: graph components and added edges, isolated
         samples, constraint counts (given, merged duplicates, used), conflicts,
         same pair given as both kinds, QP residual, active ordering
-        constraints, ``beta_1 / beta_2``, rank deficiency, timings.
+        constraints, ``beta_1 / beta_2``, rank deficiency, timings, the eigen-solver
+        (``eigen_solver``; with ``sigma="select"`` also one per candidate width in
+        ``sigma_selection["eigen_solvers"]``).
 
     Raises
     ------
@@ -424,11 +426,12 @@ class CCSKL(ClusterMixin, BaseEstimator):
         fold = np.arange(p) % n_folds
         check_random_state(seed_km).shuffle(fold)
         n = X.shape[0]
-        scores, best, best_key = [], None, None
+        scores, solvers, best, best_key = [], [], None, None
         for c_i, mult in enumerate(mults):
             self._progress("sigma_selection", 0.2 + 0.5 * c_i / len(mults))
             spec = self._spectral(X, m, seed_eig, sigma=float(mult * r))
             F = spec[5]
+            solvers.append(spec[7])
             agree = 0
             for f in range(n_folds):
                 tr = fold != f
@@ -449,6 +452,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
             "r": float(r),
             "candidates": [float(v * r) for v in mults],
             "held_out_satisfaction": [float(v) for v in scores],
+            "eigen_solvers": solvers,
             "n_folds": n_folds,
         }
         return best, info

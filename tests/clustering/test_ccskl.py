@@ -374,6 +374,57 @@ def test_large_n_solvers_agree_with_dense(monkeypatch):
         assert np.allclose(np.abs(np.sum(F * F_d, axis=0)), 1.0, atol=1e-6)
 
 
+def test_narrow_width_eigenpairs_are_the_smallest_within_bounded_restarts(monkeypatch):
+    """Non-regression: at sigma = 0.1 r (sigma="select"'s narrowest width) the bridged kNN graph of 10
+    blobs is one component, but nine of its Laplacian eigenvalues are 0 to rounding and the next eleven
+    lie in [8e-12, 2.2e-6]. Shift-invert at -1e-3 maps all of them to 1 / (lambda + 1e-3), equal to
+    1e-3 relative: at 1500 rows ARPACK stopped on a set that missed seven of the zeros (lambda_20 4.6e-6
+    instead of 2.2e-6); at 10000 rows it restarted for hours (bench/scale_limits.py). Smaller shifts, each
+    with bounded restarts, give the 20 smallest pairs of the dense solver."""
+    import scipy.sparse as sp
+    from scipy.linalg import eigh
+    from scipy.sparse.linalg import LinearOperator, eigsh, splu
+
+    from clustering._graph import kth_neighbor_sigma
+
+    X, _ = make_blobs(n_samples=1500, n_features=10, centers=10, cluster_std=2.0, random_state=0)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    r = kth_neighbor_sigma(X, 20)
+    solves, maxiters = [0], []
+
+    def counted_eigsh(A, *args, sigma=None, maxiter=None, **kw):
+        maxiters.append(maxiter)
+
+        def solve(x):
+            solves[0] += 1
+            assert solves[0] <= 4000, "ARPACK restarts without bound"
+            return lu.solve(x)
+
+        if sigma is None:
+            return eigsh(A, *args, maxiter=maxiter, **kw)
+        lu = splu((A - sigma * sp.identity(A.shape[0])).tocsc())  # what eigsh factors itself
+        op = LinearOperator(A.shape, matvec=solve, dtype=np.float64)
+        return eigsh(A, *args, sigma=sigma, maxiter=maxiter, OPinv=op, **kw)
+
+    monkeypatch.setattr(_ccskl_qp, "eigsh", counted_eigsh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        est = CCSKL(n_clusters=10, sigma=0.1 * r, random_state=0).fit(X)
+    assert est.diagnostics_["graph_components"] > 1  # bridged (spec §7.1): one component, nearly cut
+    W = est.affinity_matrix_
+    d = np.asarray(W.sum(axis=1)).ravel()
+    L = np.eye(len(d)) - W.toarray() / np.sqrt(np.outer(d, d))
+    lam_d, F_d = eigh(L, subset_by_index=[0, 20])
+    assert lam_d[19] < 0.9 * lam_d[20]  # the 20 smallest span a well-defined subspace
+    lam, F = est.eigenvalues_, est.eigenvectors_
+    assert np.allclose(lam, lam_d[:20], rtol=1e-6, atol=1e-13)
+    assert np.allclose(F.T @ F, np.eye(20), atol=1e-10)
+    assert np.abs(L @ F - F * lam).max() < 1e-10
+    assert np.allclose(F @ F.T, F_d[:, :20] @ F_d[:, :20].T, atol=1e-8)
+    assert est.diagnostics_["eigen_solver"].startswith("eigsh-shift-invert(")
+    assert all(it is not None and it <= 30 for it in maxiters) and solves[0] <= 4000
+
+
 def test_reduced_normal_equations_match_tall_nnls(monkeypatch):
     F, P, kind, w = _random_problem(n=80, m=8, n_pairs=60, seed=21)
     I, J, t, c = _target_rows(80, P, kind, w, "ordered")
