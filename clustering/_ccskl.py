@@ -86,11 +86,14 @@ class CCSKL(ClusterMixin, BaseEstimator):
         constraint satisfaction (5-fold over the constraints, spec §5; about
         9x the cost of one fit; the folds use the same ``weighting``).
         Ignored with ``affinity="precomputed"``. Refused (``InvalidInputError``
-        on ``sigma``) above ``CCSKL_SELECT_MAX_SAMPLES`` samples
-        (``clustering.validation``): 27 s at 5000 rows of ``make_blobs``
-        (2.3 s at sigma = r), not finished in 900 s at 10000 nor in 1200 s at
-        20000 (``bench/scale_limits.py``); on ``letter`` (20000 rows) it did
-        not finish in 600 s, while one fit at sigma = r takes about 6 s.
+        on ``sigma``) above ``CCSKL_SELECT_MAX_SAMPLES`` (20000) samples
+        (``clustering.validation``): 12 s at 5000 rows of ``make_blobs``
+        (2.3 s at sigma = r), 52 s at 10000, 156 s and 0.75 GiB at 20000
+        (``bench/scale_limits.py``). The narrowest width nearly cuts the
+        graph; its eigenpairs come from a smaller shift-invert shift than the
+        others' (``sigma_selection["eigen_solvers"]``; see
+        ``clustering._ccskl_qp._laplacian_eigenpairs``). Before that ladder it
+        did not finish in 900 s at 10000 rows.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
         (dense or sparse); its diagonal is ignored.
@@ -508,7 +511,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         if self.sigma == "select" and self.affinity != "precomputed" and n > CCSKL_SELECT_MAX_SAMPLES:
             raise InvalidInputError(
                 f"sigma='select' fits 9 widths x 5 folds and is limited to {CCSKL_SELECT_MAX_SAMPLES} samples "
-                f"(got {n}): past it the narrow widths' graphs take longer than a job may run; give "
+                f"(got {n}): the largest size measured within a job's time and memory; give "
                 "sigma='auto' or a number",
                 field="sigma",
             )

@@ -643,8 +643,8 @@ def test_as_many_clusters_as_samples_puts_each_sample_alone():
 
 
 def test_sigma_select_refuses_more_rows_than_its_limit_and_other_widths_do_not(monkeypatch):
-    """sigma="select" fits 9 widths x 5 folds: 27 s at 5000 rows, not finished in 900 s at 10000
-    (bench/scale_limits.py); refused above CCSKL_SELECT_MAX_SAMPLES before any graph is built."""
+    """sigma="select" fits 9 widths x 5 folds: 156 s at 20000 rows (bench/scale_limits.py); refused
+    above CCSKL_SELECT_MAX_SAMPLES before any graph is built."""
     from clustering import _ccskl
 
     monkeypatch.setattr(_ccskl, "CCSKL_SELECT_MAX_SAMPLES", 20)
