@@ -25,6 +25,7 @@ from ._ccskl_qp import (
     _balance_rows,
     _beta_from_delta,
     _laplacian_eigenpairs,
+    _null_components,
     _objective,
     _solve_delta,
     _target_rows,
@@ -37,6 +38,7 @@ from ._graph import (
     knn_distances,
     knn_gaussian_graph,
     kth_neighbor_sigma,
+    normalized_adjacency,
 )
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
@@ -93,7 +95,14 @@ class CCSKL(ClusterMixin, BaseEstimator):
         graph; its eigenpairs come from a smaller shift-invert shift than the
         others' (``sigma_selection["eigen_solvers"]``; see
         ``clustering._ccskl_qp._laplacian_eigenpairs``). Before that ladder it
-        did not finish in 900 s at 10000 rows.
+        did not finish in 900 s at 10000 rows. Above 1000 samples a width
+        whose graph has more than m groups of samples cut off to rounding
+        (m eigenvalues 0, any m of the groups' indicators an equally exact
+        basis, so the held-out score would rate an arbitrary choice) is
+        skipped: its score is None and it is listed in
+        ``diagnostics_["sigma_selection"]["skipped"]`` with its number of
+        groups (``letter`` at 0.1 r: 30 groups for m = 26). If every width is
+        skipped, r is used.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
         (dense or sparse); its diagonal is ignored.
@@ -429,12 +438,18 @@ class CCSKL(ClusterMixin, BaseEstimator):
         fold = np.arange(p) % n_folds
         check_random_state(seed_km).shuffle(fold)
         n = X.shape[0]
-        scores, solvers, best, best_key = [], [], None, None
+        scores, solvers, skipped, best, best_key = [], [], [], None, None
         for c_i, mult in enumerate(mults):
             self._progress("sigma_selection", 0.2 + 0.5 * c_i / len(mults))
             spec = self._spectral(X, m, seed_eig, sigma=float(mult * r))
             F = spec[5]
             solvers.append(spec[7])
+            if spec[7] == "components":
+                n_null = _null_components(spec[0], normalized_adjacency(spec[0])[0], 0)[0]
+                if n_null > m:  # m of the n_null null vectors: any choice is right, none is better
+                    scores.append(None)
+                    skipped.append({"sigma": float(mult * r), "null_groups": int(n_null)})
+                    continue
             agree = 0
             for f in range(n_folds):
                 tr = fold != f
@@ -454,10 +469,13 @@ class CCSKL(ClusterMixin, BaseEstimator):
             "applied": True,
             "r": float(r),
             "candidates": [float(v * r) for v in mults],
-            "held_out_satisfaction": [float(v) for v in scores],
+            "held_out_satisfaction": [None if v is None else float(v) for v in scores],
             "eigen_solvers": solvers,
+            "skipped": skipped,
             "n_folds": n_folds,
         }
+        if best is None:  # every width skipped: the default width, with its groups' basis
+            best = self._spectral(X, m, seed_eig, sigma=r)
         return best, info
 
     # -- fit ---------------------------------------------------------------

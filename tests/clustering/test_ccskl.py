@@ -425,6 +425,53 @@ def test_narrow_width_eigenpairs_are_the_smallest_within_bounded_restarts(monkey
     assert all(it is not None and it <= 30 for it in maxiters) and solves[0] <= 4000
 
 
+def test_more_groups_cut_off_than_eigenvectors_give_their_indicators_without_a_solver():
+    """30 cliques tied by edges of weight 1e-30: 0 is repeated 30 times to rounding, more than m = 20;
+    the eigenpairs are 20 of the cliques' indicators D^{1/2} 1_c, exact, and no ARPACK call is made
+    (inside such a repeated eigenvalue Lanczos cannot converge: letter at 0.1 r went through every shift)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(30, 70, 30)
+    blocks = [sp.csr_matrix(np.triu(rng.uniform(0.5, 1.0, (s, s)), 1)) for s in sizes]
+    W = sp.block_diag(blocks, format="csr")
+    n = W.shape[0]
+    starts = np.cumsum(np.r_[0, sizes])[:-1]
+    E = sp.csr_matrix((np.full(29, 1e-30), (starts[:-1], starts[1:])), shape=(n, n))
+    W = sp.csr_matrix(W + W.T + E + E.T)
+    lam, F, isolated, solver = _laplacian_eigenpairs(W, 20, 0)
+    assert solver == "components" and not isolated.any()
+    d = np.asarray(W.sum(axis=1)).ravel()
+    L = sp.identity(n) - sp.diags(1 / np.sqrt(d)) @ W @ sp.diags(1 / np.sqrt(d))
+    assert np.all((lam >= 0) & (lam <= 1e-12))
+    assert np.allclose(F.T @ F, np.eye(20), atol=1e-12) and np.abs(L @ F).max() < 1e-12
+    block = np.repeat(np.arange(30), sizes)
+    for col in F.T:  # one clique each, the 20 largest
+        assert len(np.unique(block[col != 0])) == 1
+    assert sorted(block[np.argmax(F != 0, axis=0)]) == sorted(np.argsort(-sizes, kind="stable")[:20])
+
+
+def test_sigma_select_skips_a_width_with_more_cut_off_groups_than_eigenvectors():
+    """40 groups 8 apart: at sigma = 0.1 r the bridges between them are cut to rounding, 40 groups for
+    m = 20 eigenvectors; any 20 of their indicators are exact, so that width is not scored."""
+    rng = np.random.default_rng(0)
+    centers = np.array([[8.0 * i, 8.0 * j] for i in range(8) for j in range(5)])
+    y = np.repeat(np.arange(40), 30)
+    X = centers[y] + rng.normal(size=(1200, 2))
+    pairs = rng.choice(1200, size=(200, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        est = CCSKL(n_clusters=10, sigma="select", n_init=2, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    sel = est.diagnostics_["sigma_selection"]
+    assert sel["skipped"] == [{"sigma": sel["candidates"][0], "null_groups": 40}]
+    assert sel["eigen_solvers"][0] == "components" and "components" not in sel["eigen_solvers"][1:]
+    assert sel["held_out_satisfaction"][0] is None and None not in sel["held_out_satisfaction"][1:]
+    assert est.sigma_ != sel["candidates"][0]
+    json.dumps(est.diagnostics_)
+
+
 def test_reduced_normal_equations_match_tall_nnls(monkeypatch):
     F, P, kind, w = _random_problem(n=80, m=8, n_pairs=60, seed=21)
     I, J, t, c = _target_rows(80, P, kind, w, "ordered")
