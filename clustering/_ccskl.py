@@ -25,6 +25,7 @@ from ._ccskl_qp import (
     _balance_rows,
     _beta_from_delta,
     _laplacian_eigenpairs,
+    _null_components,
     _objective,
     _solve_delta,
     _target_rows,
@@ -37,6 +38,7 @@ from ._graph import (
     knn_distances,
     knn_gaussian_graph,
     kth_neighbor_sigma,
+    normalized_adjacency,
 )
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
@@ -106,11 +108,21 @@ class CCSKL(ClusterMixin, BaseEstimator):
         constraint satisfaction (5-fold over the constraints, spec §5; about
         9x the cost of one fit; the folds use the same ``weighting``).
         Ignored with ``affinity="precomputed"``. Refused (``InvalidInputError``
-        on ``sigma``) above ``CCSKL_SELECT_MAX_SAMPLES`` samples
-        (``clustering.validation``): 27 s at 5000 rows of ``make_blobs``
-        (2.3 s at sigma = r), not finished in 900 s at 10000 nor in 1200 s at
-        20000 (``bench/scale_limits.py``); on ``letter`` (20000 rows) it did
-        not finish in 600 s, while one fit at sigma = r takes about 6 s.
+        on ``sigma``) above ``CCSKL_SELECT_MAX_SAMPLES`` (20000) samples
+        (``clustering.validation``): 12 s at 5000 rows of ``make_blobs``
+        (2.3 s at sigma = r), 52 s at 10000, 156 s and 0.75 GiB at 20000
+        (``bench/scale_limits.py``). The narrowest width nearly cuts the
+        graph; its eigenpairs come from a smaller shift-invert shift than the
+        others' (``sigma_selection["eigen_solvers"]``; see
+        ``clustering._ccskl_qp._laplacian_eigenpairs``). Before that ladder it
+        did not finish in 900 s at 10000 rows. Above 1000 samples a width
+        whose graph has more than m groups of samples cut off to rounding
+        (m eigenvalues 0, any m of the groups' indicators an equally exact
+        basis, so the held-out score would rate an arbitrary choice) is
+        skipped: its score is None and it is listed in
+        ``diagnostics_["sigma_selection"]["skipped"]`` with its number of
+        groups (``letter`` at 0.1 r: 30 groups for m = 26). If every width is
+        skipped, r is used.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
         (dense or sparse, entries within ``MAX_ABS_VALUE`` = 1e100 as any
@@ -207,7 +219,9 @@ class CCSKL(ClusterMixin, BaseEstimator):
         JSON-serialisable: graph components and added edges, isolated
         samples, constraint counts (given, merged duplicates, used), conflicts,
         same pair given as both kinds, QP residual, active ordering
-        constraints, ``beta_1 / beta_2``, rank deficiency, timings.
+        constraints, ``beta_1 / beta_2``, rank deficiency, timings, the eigen-solver
+        (``eigen_solver``; with ``sigma="select"`` also one per candidate width in
+        ``sigma_selection["eigen_solvers"]``).
 
     Raises
     ------
@@ -446,11 +460,18 @@ class CCSKL(ClusterMixin, BaseEstimator):
         fold = np.arange(p) % n_folds
         check_random_state(seed_km).shuffle(fold)
         n = X.shape[0]
-        scores, best, best_key = [], None, None
+        scores, solvers, skipped, best, best_key = [], [], [], None, None
         for c_i, mult in enumerate(mults):
             self._progress("sigma_selection", 0.2 + 0.5 * c_i / len(mults))
             spec = self._spectral(X, m, seed_eig, sigma=float(mult * r))
             F = spec[5]
+            solvers.append(spec[7])
+            if spec[7] == "components":
+                n_null = _null_components(spec[0], normalized_adjacency(spec[0])[0], 0)[0]
+                if n_null > m:  # m of the n_null null vectors: any choice is right, none is better
+                    scores.append(None)
+                    skipped.append({"sigma": float(mult * r), "null_groups": int(n_null)})
+                    continue
             agree = 0
             for f in range(n_folds):
                 tr = fold != f
@@ -470,9 +491,13 @@ class CCSKL(ClusterMixin, BaseEstimator):
             "applied": True,
             "r": float(r),
             "candidates": [float(v * r) for v in mults],
-            "held_out_satisfaction": [float(v) for v in scores],
+            "held_out_satisfaction": [None if v is None else float(v) for v in scores],
+            "eigen_solvers": solvers,
+            "skipped": skipped,
             "n_folds": n_folds,
         }
+        if best is None:  # every width skipped: the default width, with its groups' basis
+            best = self._spectral(X, m, seed_eig, sigma=r)
         return best, info
 
     # -- fit ---------------------------------------------------------------
@@ -526,7 +551,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         if self.sigma == "select" and self.affinity != "precomputed" and n > CCSKL_SELECT_MAX_SAMPLES:
             raise InvalidInputError(
                 f"sigma='select' fits 9 widths x 5 folds and is limited to {CCSKL_SELECT_MAX_SAMPLES} samples "
-                f"(got {n}): past it the narrow widths' graphs take longer than a job may run; give "
+                f"(got {n}): the largest size measured within a job's time and memory; give "
                 "sigma='auto' or a number",
                 field="sigma",
             )

@@ -11,11 +11,12 @@ Inputs are assumed valid.
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear, nnls
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from scipy.sparse.csgraph import connected_components
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh, lobpcg
 from sklearn.utils import check_random_state
 
 from ._constraints import MUST_LINK
-from ._graph import normalized_adjacency
+from ._graph import degrees, normalized_adjacency
 from ._spectral import fix_signs, top_eigenvectors
 
 # Above this many rows of the least-squares system (C11) the NNLS is solved on
@@ -25,6 +26,84 @@ _CHUNK_ROWS = 200_000
 # Eigen-solver dispatch by n (see _laplacian_eigenpairs).
 _DENSE_EIGH_MAX = 1000
 _SHIFT_INVERT_MAX = 12000
+# Shift-invert shifts tried in turn, each with at most _SHIFT_INVERT_MAXITER ARPACK restarts. A shift far
+# from the m smallest eigenvalues maps them to nearly equal values 1 / (lambda - shift): at 0.1 r
+# (make_blobs, 10000 rows) lambda_1..20 lie in [0, 8.4e-10] and -1e-3 made them agree to 1e-6; no
+# restart separated them (not done in 900 s), while -1e-9 took 86 solves. Graphs at ordinary widths
+# converge at -1e-3 in 4-5 restarts (97-119 solves at 5000 rows).
+_SHIFTS = (-1e-3, -1e-6, -1e-9, -1e-12)
+_SHIFT_INVERT_MAXITER = 30
+# Restarts of plain Lanczos (which="LA" on S, above _SHIFT_INVERT_MAX rows): ordinary widths need 8-13
+# at 20000 rows (184-294 products).
+_LANCZOS_MAXITER = 300
+# Above _SHIFT_INVERT_MAX, the shift-invert ladder is still tried after Lanczos fails up to this many
+# rows: the LU of L at 20000 rows (kNN 20, d = 10) holds 3.1e7 entries (0.7 GiB), 10 s; its fill-in
+# grows about 4x per doubling of n.
+_SHIFT_INVERT_FALLBACK_MAX = 20000
+# A group of samples whose links to the rest weigh at most this fraction of its own degree (cut / volume)
+# spans an eigenvalue of L within this of 0 (its Rayleigh quotient): 0 to the solvers' resolution. letter
+# (20000 rows) at 0.1 r has 30 such groups for m = 26 eigenvectors (all with cut / volume <= 1e-14).
+_NULL_CONDUCTANCE = 1e-12
+
+
+def _null_components(W, S, max_vectors):
+    """Groups of samples that are separate components of the graph to rounding.
+
+    The components of ``S = D^{-1/2} W D^{-1/2}`` once its entries at most
+    machine epsilon are dropped (a perturbation of L below any solver's
+    backward error), kept when their conductance ``cut(c) / vol(c)`` (in W,
+    every edge counted) is at most ``_NULL_CONDUCTANCE``. Each kept group c
+    gives the unit vector ``D^{1/2} 1_c / sqrt(vol(c))`` whose Rayleigh
+    quotient on L is that conductance; the vectors have disjoint supports, so
+    L has at least as many eigenvalues near 0 as there are groups (spec §7.1:
+    the eigenvectors of a repeated 0 are any basis of these indicators).
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n, n), float64
+        Symmetric non-negative affinity.
+    S : sparse matrix of shape (n, n), float64
+        Its normalized adjacency.
+    max_vectors : int
+        At most this many vectors are built.
+
+    Returns
+    -------
+    n_groups : int
+        Number of such groups, g (1 on an ordinary connected graph).
+    vectors : ndarray of shape (n, min(g, max_vectors)), float64
+        One column per group, ordered by group size (largest first, then
+        lowest sample index).
+    conductance : ndarray of shape (min(g, max_vectors),), float64
+    """
+    n = S.shape[0]
+    S = sp.csr_matrix(S)
+    keep = S.data > np.finfo(np.float64).eps
+    if keep.all():
+        S_kept = S
+    else:
+        rows = np.repeat(np.arange(n), np.diff(S.indptr))
+        S_kept = sp.csr_matrix((S.data[keep], (rows[keep], S.indices[keep])), shape=S.shape)
+    n_comp, label = connected_components(S_kept, directed=False)
+    d = degrees(W)
+    vol = np.bincount(label, weights=d, minlength=n_comp)
+    C = sp.coo_matrix(W)
+    cross = label[C.row] != label[C.col]
+    cut = np.bincount(label[C.row[cross]], weights=C.data[cross], minlength=n_comp)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        phi = np.where(vol > 0, cut / np.where(vol > 0, vol, 1.0), np.inf)
+    null = np.flatnonzero(phi <= _NULL_CONDUCTANCE)
+    size = np.bincount(label, minlength=n_comp)
+    first = np.full(n_comp, n)
+    np.minimum.at(first, label, np.arange(n))
+    null = null[np.lexsort((first[null], -size[null]))]
+    chosen = null[:max_vectors]
+    col = np.full(n_comp, -1)
+    col[chosen] = np.arange(len(chosen))
+    rows = np.flatnonzero(col[label] >= 0)
+    V = np.zeros((n, len(chosen)))
+    V[rows, col[label[rows]]] = np.sqrt(d[rows] / vol[label[rows]])
+    return len(null), V, phi[chosen]
 
 
 # --------------------------------------------------------------------------
@@ -36,13 +115,40 @@ def _laplacian_eigenpairs(W, m, random_state):
     """The ``m`` smallest eigenpairs of ``L = I - D^{-1/2} W D^{-1/2}`` (C2, C3).
 
     Solver by size (spec §6.1): n <= 1000, dense ``eigh`` through
-    :func:`clustering._spectral.top_eigenvectors`; n <= 12000, ARPACK
-    shift-invert on the sparse L with shift -1e-3 (L + 1e-3 I is positive
-    definite, and shift-invert resolves the near-repeated eigenvalues of
-    nearly disconnected groups that plain Lanczos misses); above that,
-    ``eigsh(S, which="LA")`` on ``S = D^{-1/2} W D^{-1/2}`` via
-    ``top_eigenvectors`` (no factorisation, O(nnz m) memory). Never a dense
-    n x n matrix above n = 1000.
+    :func:`clustering._spectral.top_eigenvectors`. Above that, a graph with
+    at least m groups of samples cut off from the rest to rounding
+    (:func:`_null_components`) has 0 repeated at least m times: its
+    eigenpairs are those groups' indicators ``D^{1/2} 1_c`` (largest groups
+    first, eigenvalue = their Rayleigh quotient, at most 1e-12), without a
+    solver (Lanczos cannot converge inside such a repeated eigenvalue; letter
+    at 0.1 r, 30 groups for m = 26, went through every shift below). Otherwise
+    n <= 12000, ARPACK
+    shift-invert on the sparse L; above that, ``eigsh(S, which="LA")`` on
+    ``S = D^{-1/2} W D^{-1/2}`` (no factorisation, O(nnz m) memory), and the
+    shift-invert ladder below only when that fails, up to 20000 rows. Never a
+    dense n x n matrix above n = 1000.
+
+    Shift-invert tries the shifts -1e-3, -1e-6, -1e-9, -1e-12 in turn (L minus
+    a negative shift is positive definite, also on a disconnected graph where
+    0 is repeated), each with at most 30 ARPACK restarts. The first one
+    converges on ordinary graphs. A narrow width (0.1 r in ``sigma="select"``)
+    makes the graph nearly disconnected: its m smallest eigenvalues lie far
+    below 1e-3 (0 to 8.4e-10 at 10000 rows of ``make_blobs``, nine of them
+    zero to rounding), shift-invert at -1e-3 maps them to values equal to
+    1e-6 and ARPACK restarted for hours, or stopped on a set that missed
+    some of them; a shift of the size of those eigenvalues separates them in
+    a few restarts. Plain Lanczos gets 300 restarts. If every shift fails (or
+    n > 20000), LOBPCG on S (500 iterations at most) gives the eigenpairs to
+    its tolerance 1e-8.
+
+    Parameters
+    ----------
+    W : sparse matrix of shape (n, n), float64
+        Symmetric non-negative affinity, zero diagonal.
+    m : int
+        Number of eigenpairs, ``1 <= m < n``.
+    random_state : int, RandomState or None
+        Seeds the ARPACK start vector (and LOBPCG's block).
 
     Returns
     -------
@@ -50,24 +156,43 @@ def _laplacian_eigenpairs(W, m, random_state):
     F : ndarray of shape (n, m), orthonormal columns
     isolated : ndarray of shape (n,), bool
     solver : str
+        "eigh", "components", "eigsh-shift-invert" (shift -1e-3),
+        "eigsh-shift-invert(<shift>)" for a smaller shift, "eigsh-LA" or "lobpcg".
     """
     S, isolated = normalized_adjacency(W)
     n = S.shape[0]
     if n <= _DENSE_EIGH_MAX or m >= n - 1:
         mu, F = top_eigenvectors(S.toarray(), m, random_state=random_state)
         return 1.0 - mu, np.ascontiguousarray(F), isolated, "eigh"
-    if n <= _SHIFT_INVERT_MAX:
-        L = (sp.identity(n, format="csr") - S).tocsc()
-        v0 = check_random_state(random_state).uniform(-1.0, 1.0, n)
+    n_null, V, phi = _null_components(W, S, m)
+    if n_null >= m:
+        # 0 repeated at least m times (to rounding): no solver separates its eigenvectors, and the
+        # group indicators are an exact basis of them (spec §7.1)
+        order = np.argsort(phi, kind="stable")
+        return phi[order], np.ascontiguousarray(V[:, order]), isolated, "components"
+    rng = check_random_state(random_state)
+    v0 = rng.uniform(-1.0, 1.0, n)
+    if n > _SHIFT_INVERT_MAX:
         try:
-            lam, F = eigsh(L, k=m, sigma=-1e-3, which="LM", v0=v0, tol=1e-12)
-        except (ArpackNoConvergence, RuntimeError):
-            lam = None
-        if lam is not None:
+            mu, F = eigsh(S, k=m, which="LA", v0=v0, tol=1e-9, maxiter=_LANCZOS_MAXITER)
+        except ArpackNoConvergence:
+            mu = None
+        if mu is not None:
+            order = np.argsort(mu)[::-1]
+            return 1.0 - mu[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, "eigsh-LA"
+    if n <= max(_SHIFT_INVERT_MAX, _SHIFT_INVERT_FALLBACK_MAX):
+        L = (sp.identity(n, format="csr") - S).tocsc()
+        for shift in _SHIFTS:
+            try:
+                lam, F = eigsh(L, k=m, sigma=shift, which="LM", v0=v0, tol=1e-12, maxiter=_SHIFT_INVERT_MAXITER)
+            except (ArpackNoConvergence, RuntimeError):
+                continue
             order = np.argsort(lam)
-            return lam[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, "eigsh-shift-invert"
-    mu, F = top_eigenvectors(S, m, random_state=random_state)
-    return 1.0 - mu, np.ascontiguousarray(F), isolated, "eigsh-LA"
+            name = "eigsh-shift-invert" if shift == _SHIFTS[0] else f"eigsh-shift-invert({shift:g})"
+            return lam[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, name
+    mu, F = lobpcg(S, rng.standard_normal((n, m)), largest=True, tol=1e-8, maxiter=500)
+    order = np.argsort(mu)[::-1]
+    return 1.0 - mu[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, "lobpcg"
 
 
 def _target_rows(n, pairs, kind, weight, pair_convention="ordered"):

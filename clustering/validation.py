@@ -76,10 +76,14 @@ COP_RF_AUTO_MAX_SAMPLES = 20000
 # timed out at 1200 s. Samples x trees at most this: 5000 trees up to 5000 samples, 1250 at 20000.
 COP_RF_MAX_TREE_ROWS = 25_000_000
 # CCSKL's sigma="select" builds the graph and eigenvectors for 9 widths and fits 5 folds on each
-# (k-means with n_init restarts every time): 27 s and 0.6 GiB at 5000 rows (one fit at sigma = r:
-# 2.3 s), not finished in 900 s at 10000 (still in the eigenvectors of its first, narrowest width,
-# 0.1 r, after 898 s) nor in 1200 s at 20000; sigma="auto" or a number has no such limit.
-CCSKL_SELECT_MAX_SAMPLES = 5000
+# (k-means with n_init restarts every time): 12 s / 0.6 GiB at 5000 rows, 52 s / 0.5 GiB at 10000,
+# 156 s / 0.75 GiB at 20000 (one fit at sigma = r: 2.3 s and 12.8 s). Its narrowest width, 0.1 r,
+# nearly cuts the graph (the 20 smallest Laplacian eigenvalues below 1.1e-8); shift-invert at
+# -1e-3 restarted without end there (not finished in 900 s at 10000 rows before the shift ladder of
+# clustering._ccskl_qp). Above 20000 rows that ladder's sparse LU (0.7 GiB at 20000, about 4x per
+# doubling) is not tried and the narrow widths would get LOBPCG's approximate eigenvectors: not
+# measured, so the limit stays at the largest size measured; sigma="auto" or a number has no limit.
+CCSKL_SELECT_MAX_SAMPLES = 20000
 # SpectralLearning's closure=True lists every pair inside a must-link component and between two
 # components a cannot-link joins, and overwrites each in the affinity: about 110 bytes a pair at the
 # peak, whatever the rows (must-link groups plus 300 pairs: 1.6e7 pairs 2.0 GiB / 25 s at 20000 rows,

@@ -121,9 +121,9 @@ class CCSKLParams(_Params):
                              metadata={"description": "Gaussian width in z-units; auto = mean distance to the k-th "
                                                       "neighbour; select = the paper's 9 widths chosen by held-out "
                                                       "constraints (about 10x slower; best on ionosphere; at "
-                                                      "most 5000 rows, more is a 422 "
-                                                      "dataset_too_large_for_option: 27 s there, not finished "
-                                                      "in 900 s at 10000)"})
+                                                      "most 20000 rows, more is a 422 "
+                                                      "dataset_too_large_for_option: 156 s and 0.75 GiB "
+                                                      "there, 52 s at 10000)"})
     weighting = one_of("balanced", ["balanced", "none"],
             "balanced: constraint rows together weigh `balance` x the n diagonal targets; none: the paper's "
             "literal loss")

@@ -374,6 +374,104 @@ def test_large_n_solvers_agree_with_dense(monkeypatch):
         assert np.allclose(np.abs(np.sum(F * F_d, axis=0)), 1.0, atol=1e-6)
 
 
+def test_narrow_width_eigenpairs_are_the_smallest_within_bounded_restarts(monkeypatch):
+    """Non-regression: at sigma = 0.1 r (sigma="select"'s narrowest width) the bridged kNN graph of 10
+    blobs is one component, but nine of its Laplacian eigenvalues are 0 to rounding and the next eleven
+    lie in [8e-12, 2.2e-6]. Shift-invert at -1e-3 maps all of them to 1 / (lambda + 1e-3), equal to
+    1e-3 relative: at 1500 rows ARPACK stopped on a set that missed seven of the zeros (lambda_20 4.6e-6
+    instead of 2.2e-6); at 10000 rows it restarted for hours (bench/scale_limits.py). Smaller shifts, each
+    with bounded restarts, give the 20 smallest pairs of the dense solver."""
+    import scipy.sparse as sp
+    from scipy.linalg import eigh
+    from scipy.sparse.linalg import LinearOperator, eigsh, splu
+
+    from clustering._graph import kth_neighbor_sigma
+
+    X, _ = make_blobs(n_samples=1500, n_features=10, centers=10, cluster_std=2.0, random_state=0)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    r = kth_neighbor_sigma(X, 20)
+    solves, maxiters = [0], []
+
+    def counted_eigsh(A, *args, sigma=None, maxiter=None, **kw):
+        maxiters.append(maxiter)
+
+        def solve(x):
+            solves[0] += 1
+            assert solves[0] <= 4000, "ARPACK restarts without bound"
+            return lu.solve(x)
+
+        if sigma is None:
+            return eigsh(A, *args, maxiter=maxiter, **kw)
+        lu = splu((A - sigma * sp.identity(A.shape[0])).tocsc())  # what eigsh factors itself
+        op = LinearOperator(A.shape, matvec=solve, dtype=np.float64)
+        return eigsh(A, *args, sigma=sigma, maxiter=maxiter, OPinv=op, **kw)
+
+    monkeypatch.setattr(_ccskl_qp, "eigsh", counted_eigsh)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        est = CCSKL(n_clusters=10, sigma=0.1 * r, random_state=0).fit(X)
+    assert est.diagnostics_["graph_components"] > 1  # bridged (spec §7.1): one component, nearly cut
+    W = est.affinity_matrix_
+    d = np.asarray(W.sum(axis=1)).ravel()
+    L = np.eye(len(d)) - W.toarray() / np.sqrt(np.outer(d, d))
+    lam_d, F_d = eigh(L, subset_by_index=[0, 20])
+    assert lam_d[19] < 0.9 * lam_d[20]  # the 20 smallest span a well-defined subspace
+    lam, F = est.eigenvalues_, est.eigenvectors_
+    assert np.allclose(lam, lam_d[:20], rtol=1e-6, atol=1e-13)
+    assert np.allclose(F.T @ F, np.eye(20), atol=1e-10)
+    assert np.abs(L @ F - F * lam).max() < 1e-10
+    assert np.allclose(F @ F.T, F_d[:, :20] @ F_d[:, :20].T, atol=1e-8)
+    assert est.diagnostics_["eigen_solver"].startswith("eigsh-shift-invert(")
+    assert all(it is not None and it <= 30 for it in maxiters) and solves[0] <= 4000
+
+
+def test_more_groups_cut_off_than_eigenvectors_give_their_indicators_without_a_solver():
+    """30 cliques tied by edges of weight 1e-30: 0 is repeated 30 times to rounding, more than m = 20;
+    the eigenpairs are 20 of the cliques' indicators D^{1/2} 1_c, exact, and no ARPACK call is made
+    (inside such a repeated eigenvalue Lanczos cannot converge: letter at 0.1 r went through every shift)."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    sizes = rng.integers(30, 70, 30)
+    blocks = [sp.csr_matrix(np.triu(rng.uniform(0.5, 1.0, (s, s)), 1)) for s in sizes]
+    W = sp.block_diag(blocks, format="csr")
+    n = W.shape[0]
+    starts = np.cumsum(np.r_[0, sizes])[:-1]
+    E = sp.csr_matrix((np.full(29, 1e-30), (starts[:-1], starts[1:])), shape=(n, n))
+    W = sp.csr_matrix(W + W.T + E + E.T)
+    lam, F, isolated, solver = _laplacian_eigenpairs(W, 20, 0)
+    assert solver == "components" and not isolated.any()
+    d = np.asarray(W.sum(axis=1)).ravel()
+    L = sp.identity(n) - sp.diags(1 / np.sqrt(d)) @ W @ sp.diags(1 / np.sqrt(d))
+    assert np.all((lam >= 0) & (lam <= 1e-12))
+    assert np.allclose(F.T @ F, np.eye(20), atol=1e-12) and np.abs(L @ F).max() < 1e-12
+    block = np.repeat(np.arange(30), sizes)
+    for col in F.T:  # one clique each, the 20 largest
+        assert len(np.unique(block[col != 0])) == 1
+    assert sorted(block[np.argmax(F != 0, axis=0)]) == sorted(np.argsort(-sizes, kind="stable")[:20])
+
+
+def test_sigma_select_skips_a_width_with_more_cut_off_groups_than_eigenvectors():
+    """40 groups 8 apart: at sigma = 0.1 r the bridges between them are cut to rounding, 40 groups for
+    m = 20 eigenvectors; any 20 of their indicators are exact, so that width is not scored."""
+    rng = np.random.default_rng(0)
+    centers = np.array([[8.0 * i, 8.0 * j] for i in range(8) for j in range(5)])
+    y = np.repeat(np.arange(40), 30)
+    X = centers[y] + rng.normal(size=(1200, 2))
+    pairs = rng.choice(1200, size=(200, 2))
+    pairs = pairs[pairs[:, 0] != pairs[:, 1]]
+    kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)
+        est = CCSKL(n_clusters=10, sigma="select", n_init=2, random_state=0).fit(X, pairs=pairs, pair_kind=kind)
+    sel = est.diagnostics_["sigma_selection"]
+    assert sel["skipped"] == [{"sigma": sel["candidates"][0], "null_groups": 40}]
+    assert sel["eigen_solvers"][0] == "components" and "components" not in sel["eigen_solvers"][1:]
+    assert sel["held_out_satisfaction"][0] is None and None not in sel["held_out_satisfaction"][1:]
+    assert est.sigma_ != sel["candidates"][0]
+    json.dumps(est.diagnostics_)
+
+
 def test_reduced_normal_equations_match_tall_nnls(monkeypatch):
     F, P, kind, w = _random_problem(n=80, m=8, n_pairs=60, seed=21)
     I, J, t, c = _target_rows(80, P, kind, w, "ordered")
@@ -592,8 +690,8 @@ def test_as_many_clusters_as_samples_puts_each_sample_alone():
 
 
 def test_sigma_select_refuses_more_rows_than_its_limit_and_other_widths_do_not(monkeypatch):
-    """sigma="select" fits 9 widths x 5 folds: 27 s at 5000 rows, not finished in 900 s at 10000
-    (bench/scale_limits.py); refused above CCSKL_SELECT_MAX_SAMPLES before any graph is built."""
+    """sigma="select" fits 9 widths x 5 folds: 156 s at 20000 rows (bench/scale_limits.py); refused
+    above CCSKL_SELECT_MAX_SAMPLES before any graph is built."""
     from clustering import _ccskl
 
     monkeypatch.setattr(_ccskl, "CCSKL_SELECT_MAX_SAMPLES", 20)
