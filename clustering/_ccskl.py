@@ -66,7 +66,10 @@ def _row_indices(idx, name, n):
     except ValueError as exc:  # ragged
         raise InvalidInputError(f"{name} must be an integer or a 1-D list of integers", field=name) from exc
     if arr.dtype == object and all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in arr.flat):
-        arr = arr.astype(np.float64)  # Python ints beyond int64: out of range below
+        # Python ints beyond int64 (and float64: 10**400): their range is checked as ints, before any cast
+        if arr.ndim == 1 and arr.size and (min(arr.flat) < 0 or max(arr.flat) >= n):
+            raise InvalidInputError(f"{name} has indices outside [0, {n - 1}]", field=name)
+        arr = arr.astype(np.int64) if arr.ndim == 1 else arr
     if arr.ndim != 1 or arr.dtype.kind not in "iuf":
         raise InvalidInputError(f"{name} must be an integer or a 1-D list of integers", field=name)
     if arr.dtype.kind == "f" and not np.all(arr == np.round(arr)):  # also refuses NaN and inf

@@ -68,25 +68,47 @@ def check_start_weights(W, shape, field, what):
     ------
     InvalidInputError
         Ragged or wrongly shaped ``W``, or a value that is not finite or lies beyond
-        ``±MAX_ABS_VALUE`` (the squared weights of the L2 penalty would overflow).
+        ``±MAX_ABS_VALUE`` (the squared weights of the L2 penalty would overflow), also
+        an integer no float64 holds.
     """
     try:
         W = np.array(W, dtype=np.float64)
+        values = W
+    except OverflowError:  # an integer no float64 holds (Python ints in an object array): a value out of range
+        try:
+            W = np.array(W, dtype=object)
+            values = np.array([_as_float(v) for v in W.flat]).reshape(W.shape)
+        except (TypeError, ValueError):  # ragged, or not numbers
+            W = values = np.empty(0)
     except (TypeError, ValueError):
-        W = np.empty(0)
+        W = values = np.empty(0)
     if W.shape != tuple(shape):
         raise InvalidInputError(f"{what} has shape {W.shape}, must have shape {tuple(shape)}", field=field)
-    bad = ~(np.abs(W) <= MAX_ABS_VALUE)
+    bad = ~(np.abs(values) <= MAX_ABS_VALUE)
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
+        huge = W.dtype == object and isinstance(W[idx], int) and np.isinf(values[idx])
+        shown = _scientific(W[idx]) if huge else f"{values[idx]:g}"
         raise InvalidInputError(
-            f"{what}[{', '.join(map(str, idx))}] = {float(W[idx]):g}; weights must be finite and within "
-            f"±{MAX_ABS_VALUE:g}",
+            f"{what}[{', '.join(map(str, idx))}] = {shown}; weights must be finite and within ±{MAX_ABS_VALUE:g}",
             field=field,
             index=idx,
         )
-    return W
+    return values
 
+
+def _as_float(v):
+    """``float(v)``, or infinity (with the sign of ``v``) for an integer no float64 holds."""
+    try:
+        return float(v)
+    except OverflowError:
+        return float("inf") if v > 0 else float("-inf")
+
+
+def _scientific(i):
+    """An integer beyond float64 in scientific notation, from its digits (``-1.00000e+400``)."""
+    digits = str(abs(i))
+    return f"{'-' if i < 0 else ''}{digits[0]}.{digits[1:6].ljust(5, '0')}e+{len(digits) - 1}"
 
 
 # --------------------------------------------------------------------------

@@ -84,8 +84,9 @@ def _gradient_norms(V, lam, cand, reps, K, *, perturbation, terms, gap_floor, ch
 
     Each norm is homogeneous of degree 2 in the rows of ``V`` (fixed ``lam``). A sample of
     nearly no degree (a far outlier under the Gaussian kernel: 3e-183) has D-normalised
-    entries near 1 / sqrt(degree) (2e91) whose fourth powers overflow, so a chunk holding
-    entries above ``_V_RESCALE`` is computed on ``V / s`` and multiplied by ``s**2``.
+    entries near 1 / sqrt(degree) (2e91) whose fourth powers overflow, so a pair whose two
+    rows hold an entry ``s`` above ``_V_RESCALE`` is computed on those rows divided by ``s``
+    and multiplied by ``s**2`` (each pair by its own ``s``: the other pairs stay as they are).
     """
     cand = np.asarray(cand, dtype=np.int64)
     reps = np.asarray(reps, dtype=np.int64)
@@ -103,10 +104,11 @@ def _gradient_norms(V, lam, cand, reps, K, *, perturbation, terms, gap_floor, ch
     for s in range(0, cand.size, step):
         a, b = cand[s:s + step], reps[s:s + step]
         Va, Vb = V[a], V[b]  # (P, q)
-        scale = max(np.abs(Va).max(initial=0.0), np.abs(Vb).max(initial=0.0))
-        scale = scale if scale > _V_RESCALE else 1.0
-        if scale != 1.0:
-            Va, Vb = Va / scale, Vb / scale
+        # per pair: one scale for the chunk (the outlier's) made the other pairs' norms underflow to 0
+        scale = np.maximum(np.abs(Va).max(axis=1, initial=0.0), np.abs(Vb).max(axis=1, initial=0.0))
+        scale = np.where(scale > _V_RESCALE, scale, 1.0)
+        if np.any(scale != 1.0):
+            Va, Vb = Va / scale[:, None], Vb / scale[:, None]
         dv = Va - Vb
         num = dv[:, :, None] * dv[:, None, :K]  # (P, q, K)
         if perturbation == "exact":

@@ -20,6 +20,8 @@ Layout (prefix ``shoal:session:{id}``)::
     :update_pending   string  set when answers arrive during a run (coalescing)
     :update_claimed   string  the task that last claimed the slot (started its pass): a slot whose
                               holder has not may be taken over by a retry (record_answers)
+    :item_ids         string  JSON list: the dataset's item ids, copied when the dataset is deleted
+                              (DatasetStoreMixin.delete_dataset; read by item_ids)
 
 and ``shoal:sessions``, a sorted set of session ids by creation time (listing).
 

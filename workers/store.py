@@ -298,26 +298,33 @@ class Store(DatasetStoreMixin):
         ValueError
             A malformed ``page_token`` (the service checks it first: 400).
         """
+        # The cursor: the (score, id) of the last entry read; the next batch starts there, not at a rank.
+        # Other requests drop ids (a delete, another listing's clean-up) and add them (a new record ranks
+        # first) while this one reads: read by rank, the next batch skipped as many live records as were
+        # dropped above it and read one record again for each one added.
         max_score, last_id = "+inf", None
         if page_token:
-            ts, last_id = decode_token(page_token)
-            max_score = ts
+            max_score, last_id = decode_token(page_token)
         out, gone = [], []
-        offset = 0
+        start = 0
         batch = max(page_size * 2, 50)
         while len(out) < page_size:
-            ids = self.r.zrevrangebyscore(zkey, max_score, "-inf", start=offset, num=batch, withscores=True)
+            ids = self.r.zrevrangebyscore(zkey, max_score, "-inf", start=start, num=batch, withscores=True)
             if not ids:
                 break
-            offset += len(ids)
-            for raw_id, score in ids:
-                rid = raw_id.decode()
-                if last_id is not None and score == float(max_score) and rid >= last_id:
-                    continue
+            # equal scores come by id, descending: those at the cursor's score from its id up were read
+            fresh = [(raw_id.decode(), score) for raw_id, score in ids]
+            fresh = [(rid, score) for rid, score in fresh
+                     if last_id is None or score != float(max_score) or rid < last_id]
+            if not fresh:  # a whole batch of entries at the cursor's score already read: look past them
+                start += len(ids)
+                continue
+            start = 0
+            for rid, score in fresh:
+                max_score, last_id = score, rid
                 rec = load(rid)
                 if rec is None:
-                    # expired or deleted: dropped from the index once the page is read (dropped now, every
-                    # later id would move up a rank and the next batch, read from offset, skip as many)
+                    # expired or deleted: dropped from the index once the page is read (one round trip)
                     gone.append(rid)
                     continue
                 if state and rec["state"] != state:

@@ -729,10 +729,11 @@ def test_tiny_sigma_on_coinciding_points_clusters():
     assert np.isfinite(model.beta_).all()
 
 
-@pytest.mark.parametrize("i_idx", [1.5, [[0, 1]], ["a"], [2**70], [1 + 0j], [True]])
+@pytest.mark.parametrize("i_idx", [1.5, [[0, 1]], ["a"], [2**70], [1 + 0j], [True], [10**400], -(10**400)])
 def test_kernel_refuses_indices_that_are_not_integers_in_one_dimension(i_idx):
     # 1.5 was truncated to row 1, [[0, 1]] gave a (1, 2, 1) array instead of (len(i), len(j)), and strings,
-    # complex numbers or ints beyond int64 raised ValueError / TypeError / OverflowError from the cast
+    # complex numbers or ints beyond int64 raised ValueError / TypeError / OverflowError from the cast (ints
+    # beyond float64 still did: their range was checked as floats)
     X, _ = make_blobs(30, centers=3, random_state=1)
     est = CCSKL(3, n_components=5, random_state=0).fit(X)
     with pytest.raises(InvalidInputError, match="i_idx") as exc:

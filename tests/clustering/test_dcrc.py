@@ -458,3 +458,14 @@ def test_init_weights_are_finite_and_within_the_value_limit(value, match):
     assert exc.value.field == "init"
     with pytest.raises(InvalidInputError, match=r"has shape \(3, 2\), must have shape \(3, 3\)"):
         DCRC(n_clusters=3, init=np.zeros((3, 2)), n_init=1, max_iter=5, random_state=0).fit(X)
+
+
+def test_init_weights_beyond_float_range_are_an_invalid_input_error():
+    # An integer no float64 holds (an object array of Python ints) escaped the check as a bare OverflowError
+    # ("int too large to convert to float"), not the InvalidInputError a 1e300 weight gets.
+    X, _ = make_blobs(30, centers=3, n_features=2, random_state=1)
+    W = np.zeros((3, 3)).astype(object)
+    W[1, 2] = -(10**400)
+    with pytest.raises(InvalidInputError, match=r"init\[1, 2\] = -1\.00000e\+400.*within ±1e\+100") as exc:
+        DCRC(n_clusters=3, init=W, n_init=1, max_iter=5, random_state=0).fit(X)
+    assert exc.value.field == "init"

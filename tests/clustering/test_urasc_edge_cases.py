@@ -205,3 +205,32 @@ def test_a_far_outlier_under_the_gaussian_kernel_gives_finite_scores(batch_size)
         assert grad.size and np.all(grad >= 0)
         for q in est.suggest_queries(3) + est.query_log_:
             assert q["score"] is None or np.isfinite(q["score"])
+
+
+def test_a_far_outliers_gradient_norm_leaves_the_other_pairs_norms_alone():
+    """Non-regression: the rescaling of huge eigenvector entries divided every pair of the chunk by the
+    outlier's entry (2e91), so the norms of the pairs without it underflowed to 0: whenever the outlier
+    was a candidate, every other candidate's gradient was 0 and the rest of a batch was picked blind."""
+    from clustering._urasc_selection import _gradient_norms
+
+    rng = np.random.RandomState(0)
+    V = rng.randn(30, 4) * 0.2
+    V[0] *= 2e91 / np.abs(V[0]).max()
+    lam = np.array([0.0, 0.1, 0.5, 0.9])
+    cand, reps = np.arange(30), np.r_[5, np.full(29, 6)]
+    kw = dict(perturbation="exact", terms="all", gap_floor=1e-8)
+    together = _gradient_norms(V, lam, cand, reps, 3, **kw)
+    alone = [_gradient_norms(V, lam, cand[i:i + 1], reps[i:i + 1], 3, **kw)[0] for i in range(30)]
+    np.testing.assert_allclose(together, alone, rtol=1e-12)
+    assert np.all(together[1:] > 0) and np.isfinite(together[0])
+
+
+def test_with_a_far_outlier_among_the_candidates_the_others_keep_their_gradients():
+    rng = np.random.RandomState(0)
+    y = np.arange(30) % 3
+    X = (rng.randn(3, 2) * 10)[y] + 0.5 * rng.randn(30, 2)
+    X[0] = 1e4
+    est = URASC(budget=3, kernel="gaussian", batch_size=3, random_state=0).fit(X, oracle=_oracle(y))
+    assert est.query_log_[0]["sample"] == 0  # the outlier, first of the batch
+    others = est.gradient_[1:][np.isfinite(est.gradient_[1:])]
+    assert others.size and np.all(others > 0), others  # were all 0: the batch's other picks ignored them

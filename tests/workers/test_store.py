@@ -158,3 +158,39 @@ def test_a_filtered_listing_past_expired_records_skips_none_of_the_live_ones(sto
     assert len(page) == 49 and token is None  # every live one, each once
     assert store.r.zcard(zkey) == 50  # the expired entries are gone from the index
     store.r.delete(zkey)
+
+
+def test_a_listing_skips_and_repeats_nothing_when_other_requests_change_the_index_meanwhile(store):
+    """The listing read the index in batches by rank (offset). Between two batches another request
+    may drop ids from it (a DELETE, or another listing's clean-up of expired ones) or add one (a new
+    job is ranked first): each id dropped above the offset made the next batch skip a live record, and
+    each one added made it read the previous batch's last record again (listed twice)."""
+    import uuid
+
+    zkey = f"shoal:test:index:{uuid.uuid4().hex}"
+    records = {f"rec{i:03d}": {"id": f"rec{i:03d}", "created_ts": 1000.0 - i, "state": "SUCCEEDED"}
+               for i in range(120)}
+    store.r.zadd(zkey, {rid: rec["created_ts"] for rid, rec in records.items()})
+    records["rec055"]["state"] = "CANCELLED"
+
+    def load_while_others_delete(rid):
+        if rid == "rec020":  # first batch: another request deletes ten records this listing has passed
+            for i in range(10):
+                del records[f"rec{i:03d}"]
+            store.r.zrem(zkey, *(f"rec{i:03d}" for i in range(10)))
+        return records.get(rid)
+
+    page, _ = store.page_newest_first(zkey, load_while_others_delete, state="CANCELLED", page_size=1)
+    assert [r["id"] for r in page] == ["rec055"]
+
+    def load_while_a_job_is_created(rid):
+        if rid == "rec030":  # a new record, the newest: ranked first
+            new = f"new{len(records):03d}"
+            records[new] = {"id": new, "created_ts": 2000.0 + len(records), "state": "QUEUED"}
+            store.r.zadd(zkey, {new: records[new]["created_ts"]})
+        return records.get(rid)
+
+    records["rec059"]["state"] = records["rec100"]["state"] = "RUNNING"  # the first batch's last, and one after
+    page, _ = store.page_newest_first(zkey, load_while_a_job_is_created, state="RUNNING", page_size=2)
+    assert [r["id"] for r in page] == ["rec059", "rec100"]
+    store.r.delete(zkey)
