@@ -50,7 +50,8 @@ def main(argv=None):
         st.start_worker(concurrency=1)
         base = st.start_web(workers=1)
         wait_ready(base, timeout=90)
-        did = requests.post(f"{base}/v1/datasets", json={"name": "blobs", "data": X.tolist()}, timeout=30).json()["id"]
+        did = requests.post(f"{base}/v1/datasets", json={"name": "blobs", "data": X.tolist()},
+                            timeout=30).json()["id"]
         first, retry = [], []
         for _ in range(args.trials):
             sid, qs = _session(base, did)
