@@ -494,20 +494,25 @@ def test_dropped_lists_every_input_row_of_a_dropped_constraint():
     assert model.conflict_.tolist() == [0, 1]  # one row per conflicting constraint
 
 
-def test_coinciding_rows_cost_one_distance_row_per_merge(monkeypatch):
-    """Non-regression: every row nearest to one of many equal rows was recomputed after each merge
-    (O(n^2 d) per merge): a job on 5200 rows, 5190 of them equal, ran for more than 5 minutes where
-    5000 distinct rows take under a second. Only the merged cluster's row is needed there."""
+def _count_distance_rows(monkeypatch):
+    """Count the rows ReCon's linkage computes distances for: the returned list gets one length per call."""
     from clustering import _recon_linkage
 
-    computed = []
+    computed, cdist = [], _recon_linkage.cdist
 
     def counting_cdist(A, B, metric):
         computed.append(len(A))
         return cdist(A, B, metric)
 
-    cdist = _recon_linkage.cdist
     monkeypatch.setattr(_recon_linkage, "cdist", counting_cdist)
+    return computed
+
+
+def test_coinciding_rows_cost_one_distance_row_per_merge(monkeypatch):
+    """Non-regression: every row nearest to one of many equal rows was recomputed after each merge
+    (O(n^2 d) per merge): a job on 5200 rows, 5190 of them equal, ran for more than 5 minutes where
+    5000 distinct rows take under a second. Only the merged cluster's row is needed there."""
+    computed = _count_distance_rows(monkeypatch)
     n = 400
     X = np.zeros((n, 2))
     X[:5] = np.random.default_rng(0).normal(5.0, 1.0, (5, 2))
@@ -522,16 +527,7 @@ def test_groups_of_equal_rows_away_from_zero_cost_one_distance_row_per_merge(mon
     is not always x in floating point; the rows whose nearest neighbour was merged then saw the new cluster a
     rounding error farther than their distance 0 and were all recomputed: 5 groups of 800 equal rows at random
     points took 5.8 s (0.6 s for 4000 distinct rows), computing about 100 distance rows per merge."""
-    from clustering import _recon_linkage
-
-    computed = []
-
-    def counting_cdist(A, B, metric):
-        computed.append(len(A))
-        return cdist(A, B, metric)
-
-    cdist = _recon_linkage.cdist
-    monkeypatch.setattr(_recon_linkage, "cdist", counting_cdist)
+    computed = _count_distance_rows(monkeypatch)
     n = 400
     X = np.random.default_rng(0).normal(0.0, 5.0, (5, 5))[np.arange(n) % 5]
     model = ReCon(n_clusters=5).fit(X)
