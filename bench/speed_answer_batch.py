@@ -43,6 +43,7 @@ def _post(base, sid, batch):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--out", default=None, help="write the summary as JSON here too")
     args = parser.parse_args(argv)
     X, _ = make_blobs(600, centers=4, random_state=0)
     with Stack() as st:
@@ -64,11 +65,18 @@ def main(argv=None):
             assert {x["outcome"] for x in out["results"]} == {"duplicate"}
             retry.append(ms)
         n = len(batch)
-    print(json.dumps({"answers": n, "trials": args.trials,
-                      "first_ms": {"median": round(float(np.median(first)), 1), "min": round(min(first), 1),
-                                   "max": round(max(first), 1)},
-                      "retry_ms": {"median": round(float(np.median(retry)), 1), "min": round(min(retry), 1),
-                                   "max": round(max(retry), 1)}}, indent=1))
+    summary = {"answers": n, "trials": args.trials,
+               "first_ms": {"median": round(float(np.median(first)), 1), "min": round(min(first), 1),
+                            "max": round(max(first), 1), "all": [round(x, 1) for x in first]},
+               "retry_ms": {"median": round(float(np.median(retry)), 1), "min": round(min(retry), 1),
+                            "max": round(max(retry), 1), "all": [round(x, 1) for x in retry]}}
+    print(f"| POST .../answers, {n} answers | median ms | min | max |\n|---|---|---|---|")
+    for name in ("first", "retry"):
+        row = summary[f"{name}_ms"]
+        print(f"| {name} | {row['median']} | {row['min']} | {row['max']} |")
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(summary, f, indent=1)
 
 
 if __name__ == "__main__":
