@@ -124,7 +124,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         basis, so the held-out score would rate an arbitrary choice) is
         skipped: its score is None and it is listed in
         ``diagnostics_["sigma_selection"]["skipped"]`` with its number of
-        groups (``letter`` at 0.1 r: 30 groups for m = 26). If every width is
+        groups (``letter`` at 0.1 r: 31 groups for m = 26). If every width is
         skipped, r is used.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W

@@ -42,7 +42,7 @@ _LANCZOS_MAXITER = 300
 _SHIFT_INVERT_FALLBACK_MAX = 20000
 # A group of samples whose links to the rest weigh at most this fraction of its own degree (cut / volume)
 # spans an eigenvalue of L within this of 0 (its Rayleigh quotient): 0 to the solvers' resolution. letter
-# (20000 rows) at 0.1 r has 30 such groups for m = 26 eigenvectors (all with cut / volume <= 1e-14).
+# (20000 rows) at 0.1 r has 31 such groups for m = 26 eigenvectors (all with cut / volume <= 1e-14).
 _NULL_CONDUCTANCE = 1e-12
 
 
@@ -121,7 +121,7 @@ def _laplacian_eigenpairs(W, m, random_state):
     eigenpairs are those groups' indicators ``D^{1/2} 1_c`` (largest groups
     first, eigenvalue = their Rayleigh quotient, at most 1e-12), without a
     solver (Lanczos cannot converge inside such a repeated eigenvalue; letter
-    at 0.1 r, 30 groups for m = 26, went through every shift below). Otherwise
+    at 0.1 r, 31 groups for m = 26, went through every shift below). Otherwise
     n <= 12000, ARPACK
     shift-invert on the sparse L; above that, ``eigsh(S, which="LA")`` on
     ``S = D^{-1/2} W D^{-1/2}`` (no factorisation, O(nnz m) memory), and the
