@@ -586,3 +586,31 @@ def test_cop_kmeans_init_centres_are_checked_as_data(init, match):
     with pytest.raises(InvalidInputError, match=match) as exc:
         COPKMeans(3, init=init, random_state=0).fit(X)
     assert exc.value.field == "init"
+
+
+@pytest.mark.parametrize("estimator", ["spectral", "spectral_learning"])
+def test_a_tiny_sigma_on_a_sparse_graph_bounds_arpack_then_uses_lobpcg(monkeypatch, estimator):
+    """Non-regression: a kNN graph cut into more groups than K by a tiny sigma (0.2 on 10-d make_blobs)
+    repeats its top eigenvalue, and ARPACK ran all its 20 n restarts on the sparse matrix: spectral and
+    spectral_learning on 10 000 rows did not finish in 120 s (now about 4 s). The restarts are bounded
+    and LOBPCG, bounded too, answers."""
+    from clustering import _spectral
+
+    arpack, lobpcg, used = _spectral.eigsh, _spectral.lobpcg, []
+
+    def bounded_eigsh(*args, **kwargs):
+        assert kwargs["maxiter"] <= 1000, f"{kwargs['maxiter']} ARPACK restarts allowed"  # was 20 n
+        return arpack(*args, **kwargs)
+
+    monkeypatch.setattr(_spectral, "eigsh", bounded_eigsh)
+    monkeypatch.setattr(_spectral, "lobpcg", lambda *a, **k: used.append(True) or lobpcg(*a, **k))
+    X, y = make_blobs(1500, centers=5, n_features=10, random_state=0)
+    if estimator == "spectral":
+        est = SpectralClustering(n_clusters=5, affinity="knn", sigma=0.2, random_state=0).fit(X)
+    else:
+        pairs = np.array([[0, 1], [2, 3], [4, 5]])
+        kind = np.where(y[pairs[:, 0]] == y[pairs[:, 1]], 1, -1)
+        est = SpectralLearning(n_clusters=5, affinity="knn", sigma=0.2, random_state=0).fit(
+            X, pairs=pairs, pair_kind=kind)
+    assert used, "ARPACK converged: the graph did not exercise the fallback"
+    assert np.all(np.isfinite(est.embedding_)) and set(est.labels_) <= set(range(5))
