@@ -20,7 +20,8 @@ class Config:
     OPENAPI_URL_PREFIX = "/"
     OPENAPI_JSON_PATH = "openapi.json"
     OPENAPI_SWAGGER_UI_PATH = "/docs"
-    OPENAPI_SWAGGER_UI_URL = "/docs/assets/"  # service.docs.ASSETS_URL: served from swagger-ui-bundle
+    # service.docs.ASSETS_URL, relative to the page (/docs): right also behind a proxy that adds a path prefix
+    OPENAPI_SWAGGER_UI_URL = "docs/assets/"
     API_SPEC_OPTIONS = {
         "info": {
             "description": (

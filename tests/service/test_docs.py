@@ -11,11 +11,16 @@ def _loaded_files(page):
     return re.findall(r'(?:src|href)="([^"]+)"', page)
 
 
-def test_the_docs_page_loads_nothing_from_another_host(client):
+@pytest.mark.parametrize("prefix", ["", "/shoal"])
+def test_the_docs_page_loads_nothing_from_another_host(client, prefix):
+    """Its files resolve to /docs/assets/ from the page, also behind a proxy that serves the API under a
+    path prefix (the page at /shoal/docs): an absolute /docs/assets/ would miss the prefix."""
+    from urllib.parse import urljoin
+
     page = client.get("/docs").get_data(as_text=True)
-    files = _loaded_files(page)
+    files = [urljoin(f"https://api.example.org{prefix}/docs", f) for f in _loaded_files(page)]
     assert len(files) == len(ASSETS), files
-    assert all(f.startswith("/docs/assets/") for f in files), files
+    assert all(f.startswith(f"https://api.example.org{prefix}/docs/assets/") for f in files), files
 
 
 @pytest.mark.parametrize("name", sorted(ASSETS))
