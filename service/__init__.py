@@ -4,6 +4,8 @@ from flask import Flask, Response, current_app, request
 from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Api
 
+from workers.records import is_record_id
+
 from . import auth, body, docs, errors, request_id
 from .config import Config
 
@@ -107,10 +109,10 @@ def _require_json():
     ``unsupported_content_encoding`` names ``identity`` in ``Accept-Encoding``.
     """
     if request.method in ("POST", "PUT", "PATCH") and request.content_length:
-        codings = [c.strip().lower() for c in request.headers.get("Content-Encoding", "").split(",") if c.strip()]
-        if any(c != "identity" for c in codings):
+        content = body.codings(request.headers.get("Content-Encoding"))
+        if any(c != "identity" for c in content):
             raise errors.ApiError(415, "unsupported_content_encoding",
-                                  f"send the body without a content coding, not {', '.join(codings)}",
+                                  f"send the body without a content coding, not {', '.join(content)}",
                                   headers={"Accept-Encoding": "identity"})
         if not request.is_json:
             raise errors.ApiError(415, "unsupported_media_type",
@@ -129,8 +131,6 @@ def _check_path_ids():
     ``GET`` of such ids was a 503 or 500. Registered after the body checks, so a malformed body
     still gets its own answer.
     """
-    from workers.records import is_record_id
-
     for arg, (prefix, what) in _PATH_IDS.items():
         value = (request.view_args or {}).get(arg)
         if value is not None and not is_record_id(value, prefix):

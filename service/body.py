@@ -22,7 +22,7 @@ from flask import current_app, request
 
 from clustering.validation import MAX_HIERARCHY_DEPTH
 
-from .errors import ApiError
+from .errors import ApiError, pointer_token
 
 # Deepest nesting of arrays and objects in a request body. Leaves room for a
 # job's constraints.hierarchy (MAX_HIERARCHY_DEPTH levels inside the body's
@@ -48,6 +48,18 @@ _ENCODED_SURROGATE = re.compile(rb"\xed[\xa0-\xbf]")
 _CHUNK = 1 << 20
 
 
+def codings(header_value):
+    """The codings a ``Content-Encoding`` or ``Transfer-Encoding`` value lists, lower-case (``[]`` for none)."""
+    return [c.strip().lower() for c in (header_value or "").split(",") if c.strip()]
+
+
+def _json_body():
+    """The raw body of a POST, PUT or PATCH sent as JSON (what the checks below scan), else None."""
+    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+        return None
+    return request.get_data(cache=True)
+
+
 def size_chunked_body():
     """before_request: a body sent without ``Content-Length`` (``Transfer-Encoding: chunked``) becomes a sized one.
 
@@ -68,12 +80,12 @@ def size_chunked_body():
         gunicorn raises while the body is read, which was a 500).
     """
     environ = request.environ
-    codings = [c.strip().lower() for c in environ.get("HTTP_TRANSFER_ENCODING", "").split(",") if c.strip()]
-    if any(c not in ("chunked", "identity") for c in codings):  # gunicorn takes gzip etc. but decodes none of them
+    transfer = codings(environ.get("HTTP_TRANSFER_ENCODING"))
+    if any(c not in ("chunked", "identity") for c in transfer):  # gunicorn takes gzip etc. but decodes none of them
         raise ApiError(501, "transfer_coding_not_implemented",
-                       f"the body's transfer coding {', '.join(codings)} is not implemented: send it chunked "
+                       f"the body's transfer coding {', '.join(transfer)} is not implemented: send it chunked "
                        "or with Content-Length, uncompressed")
-    if environ.get("CONTENT_LENGTH") or "chunked" not in codings:
+    if environ.get("CONTENT_LENGTH") or "chunked" not in transfer:
         return
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
     stream, parts, size = environ["wsgi.input"], [], 0
@@ -138,9 +150,10 @@ def check_json_depth():
         400 naming the limit (a job's ``constraints.hierarchy`` has its own,
         :data:`clustering.validation.MAX_HIERARCHY_DEPTH`).
     """
-    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+    raw = _json_body()
+    if raw is None:
         return
-    depth = json_depth(request.get_data(cache=True))
+    depth = json_depth(raw)
     if depth > MAX_JSON_DEPTH:
         raise ApiError(400, "json_too_deep",
                        f"the JSON body nests arrays and objects {depth} levels deep; at most {MAX_JSON_DEPTH} "
@@ -186,36 +199,63 @@ def _may_hold_non_text(value):
     return isinstance(value, dict)
 
 
-def _first_non_text(value, pointer=""):
+def _is_not_text(value):
+    """Whether ``value`` is a string that UTF-8 cannot encode (it holds a lone surrogate)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _first_pointer(value, match, visit=None):
+    """JSON pointer of the first value or object key, depth first in document order, that ``match``es.
+
+    Parameters
+    ----------
+    value : object
+        A parsed JSON document.
+    match : callable
+        ``match(node) -> bool``, asked of every value visited and of every object key.
+    visit : callable, optional
+        ``visit(child) -> bool``: False passes over a child and all it holds (a data
+        matrix of numbers need not cost a Python step per cell). Default: visit all.
+
+    Returns
+    -------
+    str or None
+        An RFC 6901 pointer (``"/"`` for the document itself), or None.
+    """
+    stack = [(value, "")]
+    while stack:
+        node, ptr = stack.pop()
+        if match(node):
+            return ptr or "/"
+        if isinstance(node, dict):
+            children = []
+            for k, v in node.items():
+                child = f"{ptr}/{pointer_token(k)}"
+                if match(k):
+                    return child
+                if visit is None or visit(v):
+                    children.append((v, child))
+            stack.extend(reversed(children))
+        elif isinstance(node, list):
+            kept = range(len(node)) if visit is None else [i for i, v in enumerate(node) if visit(v)]
+            stack.extend((node[i], f"{ptr}/{i}") for i in reversed(kept))
+    return None
+
+
+def _first_non_text(value):
     """JSON pointer of the first string (or object key) that is not Unicode text, or None.
 
     A body can hold a 64 MiB data matrix: only values that may hold such a
     string are visited (an ASCII string, or an array of numbers, is passed
     over at C speed), so the walk costs a fraction of the parse.
     """
-    stack = [(value, pointer)]
-    while stack:
-        node, ptr = stack.pop()
-        if isinstance(node, str):
-            try:
-                node.encode("utf-8")
-            except UnicodeEncodeError:
-                return ptr or "/"
-        elif isinstance(node, dict):
-            children = []
-            for k, v in node.items():
-                key = k.replace("~", "~0").replace("/", "~1")
-                try:
-                    k.encode("utf-8")
-                except UnicodeEncodeError:
-                    return f"{ptr}/{key}"
-                if _may_hold_non_text(v):
-                    children.append((v, f"{ptr}/{key}"))
-            stack.extend(reversed(children))
-        elif isinstance(node, list):
-            stack.extend((node[i], f"{ptr}/{i}")
-                         for i in reversed([i for i, v in enumerate(node) if _may_hold_non_text(v)]))
-    return None
+    return _first_pointer(value, _is_not_text, _may_hold_non_text)
 
 
 def check_unicode():
@@ -226,9 +266,8 @@ def check_unicode():
     ApiError
         422 whose ``errors`` points at the first such string (or object key).
     """
-    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
-        return
-    if not has_lone_surrogate(request.get_data(cache=True)):
+    raw = _json_body()
+    if raw is None or not has_lone_surrogate(raw):
         return
     body = request.get_json(silent=True)
     pointer = _first_non_text(body) if body is not None else None
@@ -243,21 +282,6 @@ class _LongInteger:
 
 
 _LONG_INTEGER = _LongInteger()
-
-
-def _first_pointer(value, match):
-    """JSON pointer of the first value (depth first, in document order) for which ``match`` is true, or None."""
-    stack = [(value, "")]
-    while stack:
-        node, ptr = stack.pop()
-        if match(node):
-            return ptr or "/"
-        if isinstance(node, dict):
-            stack.extend((v, f"{ptr}/{k.replace('~', '~0').replace('/', '~1')}")
-                         for k, v in reversed(list(node.items())))
-        elif isinstance(node, list):
-            stack.extend((v, f"{ptr}/{i}") for i, v in reversed(list(enumerate(node))))
-    return None
 
 
 def check_long_integers():
@@ -275,10 +299,10 @@ def check_long_integers():
     ApiError
         422 ``invalid_input`` whose ``errors`` points at the first such integer.
     """
-    if request.method not in ("POST", "PUT", "PATCH") or not request.is_json:
+    raw = _json_body()
+    if raw is None:
         return
     limit = sys.get_int_max_str_digits()
-    raw = request.get_data(cache=True)
     # a run is only tried from its first digit: [0-9]{n} alone is tried from every digit of every run,
     # quadratic in a run's length (a 64 MiB body of 4300-digit integers took 130 s of CPU to search)
     if not limit or not re.search(rb"(?<![0-9])[0-9]{%d}" % (limit + 1), raw):

@@ -96,6 +96,11 @@ def problem_response(status, code, detail, *, title=None, errors=None, headers=N
     return resp
 
 
+def pointer_token(name):
+    """A member name as a JSON pointer token (RFC 6901: ``~`` -> ``~0``, ``/`` -> ``~1``; ``a/b`` is ``a~1b``)."""
+    return str(name).replace("~", "~0").replace("/", "~1")
+
+
 def pointer_messages(messages, prefix=""):
     """Flatten marshmallow's nested messages into ``{json_pointer: [msg, ...]}``.
 
@@ -117,9 +122,8 @@ def pointer_messages(messages, prefix=""):
         for key, val in messages.items():
             if key == "_schema":
                 out.setdefault(prefix or "/", []).extend(_strings(val))
-            else:  # RFC 6901: "~" -> "~0", "/" -> "~1" in a member name ({"a/b": 1} is /a~1b, not /a/b)
-                token = str(key).replace("~", "~0").replace("/", "~1")
-                out.update(pointer_messages(val, f"{prefix}/{token}"))
+            else:  # {"a/b": 1} is /a~1b, not /a/b
+                out.update(pointer_messages(val, f"{prefix}/{pointer_token(key)}"))
     else:
         out[prefix or "/"] = _strings(messages)
     return out
