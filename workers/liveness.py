@@ -244,17 +244,17 @@ def _requeue_job(store, jid, name, token):
     new = uuid.uuid4().hex
     if not store.requeue_lost_job(jid, name, token, new):
         return False
-    from .submit import _app  # the producer app; the Celery app is not imported by the store
+    from .submit import send_job  # the producer app; the Celery app is not imported by the store
 
     # If this raises, the lost worker's running hash names ``new`` for the job, and the next
     # recovery of that worker dispatches it again (Store.requeue_lost_job).
-    _app(store.settings).send_task("shoal.run_job", args=[jid], task_id=new)
+    send_job(store.settings, jid, new)
     return True
 
 
 def _resume_session(store, sid, token, name, live):
     from .session_store import SessionStore
-    from .submit import _app
+    from .submit import send_pass
 
     ss = SessionStore(store)
     unit = f"session:{sid}"
@@ -268,6 +268,6 @@ def _resume_session(store, sid, token, name, live):
     # recovery of that worker finds the slot still ``new``'s and hands it over again
     if not ss.hand_over_update(sid, token, new, record=(running_key(name), unit)):
         return False  # the slot moved on (expired, released, or another pass has it)
-    _app(store.settings).send_task("shoal.session_update", args=[sid], task_id=new)
+    send_pass(store.settings, sid, new)
     stats.session_pass_redispatched(store.r)
     return True

@@ -445,36 +445,20 @@ class Store(DatasetStoreMixin):
         """
         unit = f"job:{jid}"
 
-        def also(pipe, method, state):
+        def lost_here(before):  # RUNNING on the lost worker as that task, or QUEUED for it by a recovery
+            if before["state"] == "RUNNING":
+                return before.get("worker") == worker and before.get("dispatch") in (task_id, None)
+            return before.get("worker") is None and before.get("dispatch") == task_id
+
+        def also(pipe, before):
             liveness.track(pipe, worker, unit, new_task_id)
-            if state == "RUNNING":  # not counted again when only the sending is retried
-                stats.job_redispatched(pipe, method)
+            if before["state"] == "RUNNING":  # not counted again when only the sending is retried
+                stats.job_redispatched(pipe, before.get("method"))
 
-        return self._swap_dispatch(jid, [("RUNNING", worker, task_id, True), ("QUEUED", None, task_id, False)], {
+        return self._transition(jid, ("RUNNING", "QUEUED"), {
             "state": "QUEUED", "dispatch": new_task_id, "worker": None,
-            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"}}, also=also)
-
-    def _swap_dispatch(self, jid, accepted, updates, also=None):
-        """Apply ``updates`` iff the job's (state, worker, dispatch) is one of ``accepted``
-        ``(state, worker, dispatch, absent_ok)`` (``absent_ok``: a dispatch absent from the
-        record matches); True if applied. ``also(pipe, method, state)`` queues more writes in
-        the same transaction."""
-        key = f"{PREFIX}job:{jid}"
-
-        def tx(pipe):
-            state, worker, dispatch, method = [json.loads(v) if v is not None else None
-                                               for v in pipe.hmget(key, ["state", "worker", "dispatch", "method"])]
-            if not any(state == st and worker == w and (dispatch == d or (ok and dispatch is None))
-                       for st, w, d, ok in accepted):
-                pipe.unwatch()
-                return False
-            pipe.multi()
-            pipe.hset(key, mapping={k: json.dumps(v) for k, v in updates.items()})
-            if also is not None:
-                also(pipe, method, state)
-            return True
-
-        return self.r.transaction(tx, key, value_from_callable=True)
+            "progress": {"fraction": 0.0, "stage": "queued", "message": "worker lost: queued again"},
+        }, also=also, expect=lost_here) is not None
 
     def set_progress(self, jid, fraction, stage, message=None):
         self._transition(jid, ("RUNNING",), {

@@ -26,6 +26,28 @@ def _app(settings):
     return _producer
 
 
+def send_job(settings, job_id, task_id):
+    """Enqueue ``shoal.run_job`` for job ``job_id`` as Celery task ``task_id`` (the record's ``dispatch``).
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable (the caller decides what the record becomes).
+    """
+    _app(settings).send_task("shoal.run_job", args=[job_id], task_id=task_id)
+
+
+def send_pass(settings, session_id, task_id):
+    """Enqueue ``shoal.session_update`` for session ``session_id`` as task ``task_id``, which holds its slot.
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable (the caller decides what becomes of the slot).
+    """
+    _app(settings).send_task("shoal.session_update", args=[session_id], task_id=task_id)
+
+
 def submit_job(store, **job):
     """Create a QUEUED job and enqueue ``shoal.run_job``; returns the record.
 
@@ -35,7 +57,7 @@ def submit_job(store, **job):
     rec = store.create_job(**job)
     try:
         # the first dispatch's task id is the job id (the record's ``dispatch``, workers.liveness)
-        _app(store.settings).send_task("shoal.run_job", args=[rec["id"]], task_id=rec["dispatch"])
+        send_job(store.settings, rec["id"], rec["dispatch"])
     except Exception:
         from .records import problem
 
@@ -126,7 +148,7 @@ def send_session_update(session_store, session_id, token):
         that find questions waiting queue their pass) and the error propagates.
     """
     try:
-        _app(session_store.settings).send_task("shoal.session_update", args=[session_id], task_id=token)
+        send_pass(session_store.settings, session_id, token)
     except Exception:
         session_store.finish_update(session_id, token)
         raise
