@@ -9,11 +9,15 @@ and returns a :class:`PairwiseConstraints`.
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import coo_matrix
-from scipy.sparse.csgraph import connected_components
 
 from .exceptions import InvalidInputError
-from .validation import check_pairs, check_triplets, check_weights, find_pairwise_conflicts
+from .validation import (  # must_link_components: used here, and imported from here by the estimators
+    check_pairs,
+    check_triplets,
+    check_weights,
+    find_pairwise_conflicts,
+    must_link_components,
+)
 
 MUST_LINK = 1
 CANNOT_LINK = -1
@@ -158,26 +162,6 @@ def split_pairs(must_link=None, cannot_link=None, must_link_weights=None, cannot
     pairs = np.concatenate([ml, cl])
     kind = np.concatenate([np.full(len(ml), MUST_LINK), np.full(len(cl), CANNOT_LINK)]).astype(np.int8)
     return pairs, kind, np.concatenate([mlw, clw])
-
-
-def must_link_components(must_link, n_samples):
-    """Connected components of the must-link graph (transitive closure).
-
-    Parameters
-    ----------
-    must_link : ndarray of shape (m, 2), int64
-    n_samples : int
-
-    Returns
-    -------
-    n_components : int
-    component : ndarray of shape (n_samples,), int64
-        Component id of every sample; unconstrained samples are singletons.
-    """
-    ml = np.asarray(must_link, dtype=np.int64).reshape(-1, 2)
-    g = coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n_samples, n_samples))
-    n_comp, comp = connected_components(g, directed=False)
-    return int(n_comp), comp.astype(np.int64)
 
 
 def transitive_closure(must_link, cannot_link, n_samples):

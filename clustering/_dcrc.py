@@ -39,7 +39,7 @@ from ._dcrc_em import (
 )
 from ._params import Interval, Options, validate_params
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import MAX_ABS_VALUE, check_data, check_n_clusters, check_triplets, check_weights
+from .validation import MAX_ABS_VALUE, check_data, check_n_clusters, check_triplets, check_weights, scientific
 
 __all__ = ["DCRC", "select_dcrc_params"]
 
@@ -88,7 +88,7 @@ def check_start_weights(W, shape, field, what):
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         huge = W.dtype == object and isinstance(W[idx], int) and np.isinf(values[idx])
-        shown = _scientific(W[idx]) if huge else f"{values[idx]:g}"
+        shown = scientific(W[idx]) if huge else f"{values[idx]:g}"
         raise InvalidInputError(
             f"{what}[{', '.join(map(str, idx))}] = {shown}; weights must be finite and within ±{MAX_ABS_VALUE:g}",
             field=field,
@@ -103,12 +103,6 @@ def _as_float(v):
         return float(v)
     except OverflowError:
         return float("inf") if v > 0 else float("-inf")
-
-
-def _scientific(i):
-    """An integer beyond float64 in scientific notation, from its digits (``-1.00000e+400``)."""
-    digits = str(abs(i))
-    return f"{'-' if i < 0 else ''}{digits[0]}.{digits[1:6].ljust(5, '0')}e+{len(digits) - 1}"
 
 
 # --------------------------------------------------------------------------

@@ -43,6 +43,7 @@ __all__ = [
     "check_values",
     "check_weights",
     "closure_size",
+    "must_link_components",
     "count_hierarchy_constraints",
     "find_pairwise_conflicts",
     "hierarchy_constraints",
@@ -261,9 +262,23 @@ def _raise_beyond_float(arr, name):
         try:
             float(v)
         except OverflowError:
-            i = int(v)
-            digits = str(abs(i))
-            _raise_too_large(name, r, c, f"{'-' if i < 0 else ''}{digits[0]}.{digits[1:6]}e+{len(digits) - 1}")
+            _raise_too_large(name, r, c, scientific(int(v)))
+
+
+def scientific(i):
+    """An integer too large for float64, in scientific notation from its digits (``-1.00000e+400``).
+
+    Parameters
+    ----------
+    i : int
+        At least six digits (as every integer beyond float64's 1.8e308 has).
+
+    Returns
+    -------
+    str
+    """
+    digits = str(abs(i))
+    return f"{'-' if i < 0 else ''}{digits[0]}.{digits[1:6]}e+{len(digits) - 1}"
 
 
 def check_n_clusters(n_clusters, n_samples, *, name="n_clusters", allow_none=False):
@@ -520,6 +535,27 @@ def _must_link_chain(adjacency, start, goal):
     return chain[::-1]
 
 
+def must_link_components(must_link, n_samples):
+    """Connected components of the must-link graph (its transitive closure).
+
+    Parameters
+    ----------
+    must_link : array-like of shape (m, 2), int
+        Valid row indices.
+    n_samples : int
+
+    Returns
+    -------
+    n_components : int
+    component : ndarray of shape (n_samples,), int64
+        Component id of every sample; unconstrained samples are singletons.
+    """
+    ml = np.asarray(must_link if must_link is not None else [], dtype=np.int64).reshape(-1, 2)
+    graph = sparse.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n_samples, n_samples))
+    n_comp, comp = connected_components(graph, directed=False)
+    return int(n_comp), comp.astype(np.int64)
+
+
 def closure_size(must_link, cannot_link, n_samples):
     """How many pairs ``clustering._constraints.transitive_closure`` returns, from the component sizes alone.
 
@@ -537,9 +573,7 @@ def closure_size(must_link, cannot_link, n_samples):
     n_cannot_link : int
         ``s_a s_b`` summed over the distinct pairs of different components a cannot-link joins.
     """
-    ml = np.asarray(must_link if must_link is not None else [], dtype=np.int64).reshape(-1, 2)
-    graph = sparse.coo_matrix((np.ones(len(ml)), (ml[:, 0], ml[:, 1])), shape=(n_samples, n_samples))
-    _, comp = connected_components(graph, directed=False)
+    _, comp = must_link_components(must_link, n_samples)
     sizes = np.bincount(comp).astype(np.int64)
     n_ml = int(np.sum(sizes * (sizes - 1) // 2))
     cl = np.asarray(cannot_link if cannot_link is not None else [], dtype=np.int64).reshape(-1, 2)
