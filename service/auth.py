@@ -79,7 +79,19 @@ def _digest(key):
 def register(app):
     """Require a key on protected routes when ``SHOAL_API_KEYS`` / ``SHOAL_API_KEYS_FILE`` name any.
 
-    Register right after the request id, before anything reads the body.
+    Register right after the request id, before anything reads the body. A request with a valid key
+    carries ``g.api_client`` (16 hex digits of the key's digest) for per-client scopes
+    (:mod:`service.idempotency`).
+
+    Parameters
+    ----------
+    app : flask.Flask
+        Its config's ``SHOAL_API_KEYS`` and ``SHOAL_API_KEYS_FILE`` are read (:func:`load_keys`).
+
+    Raises
+    ------
+    ValueError
+        A weak, mangled or unreadable key configuration (:func:`load_keys`): the app does not start.
     """
     keys = load_keys(app.config.get("SHOAL_API_KEYS", ""), app.config.get("SHOAL_API_KEYS_FILE", ""))
     if not keys:

@@ -21,7 +21,18 @@ blp = Blueprint("docs_assets", __name__)
 
 @blp.get(ASSETS_URL + "<path:filename>")
 def asset(filename):
-    """One of :data:`ASSETS`, cached for a day; anything else is a 404 problem."""
+    """One of :data:`ASSETS`, cached for a day (``Cache-Control: max-age=86400``).
+
+    Parameters
+    ----------
+    filename : str
+        The path after :data:`ASSETS_URL`.
+
+    Raises
+    ------
+    werkzeug.exceptions.NotFound
+        Anything else (a 404 problem).
+    """
     if filename not in ASSETS:
         abort(404)
     return send_from_directory(swagger_ui_path, filename, max_age=86400)

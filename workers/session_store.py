@@ -505,9 +505,28 @@ class SessionStore:
         return RecordedAnswers(outcomes, int(out[0]), token if int(out[1]) else None)
 
     def record_answer(self, sid, qid, answer, worker_id, assignment_id, revision, answers_per_question=None):
-        """Record and count one answer, a batch of one (:meth:`record_answers`) requesting no
-        pass (the caller runs them); returns its outcome, ``rejected:the session was deleted``
-        if the session does not exist."""
+        """Record and count one answer: a batch of one (:meth:`record_answers`) requesting no pass.
+
+        For callers that run the passes themselves (tests, tools).
+
+        Parameters
+        ----------
+        sid, qid : str
+            The session and the question answered.
+        answer : str
+            The answer word (``must_link``, ``cannot_link``, ``dont_know``; or ``yes``, ``no``).
+        worker_id, assignment_id : str or None
+            None: untracked.
+        revision : int
+            The session's revision when the answer arrived.
+        answers_per_question : int or None
+            The session's; read from its record when None.
+
+        Returns
+        -------
+        str
+            Its outcome (see :meth:`record_answers`), or ``rejected:the session was deleted``.
+        """
         done = self.record_answers(sid, [{"question_id": qid, "answer": answer, "worker_id": worker_id,
                                           "assignment_id": assignment_id}], revision, answers_per_question,
                                    request_pass=False)
@@ -677,7 +696,18 @@ class SessionStore:
         return done
 
     def holds_update(self, sid, token):
-        """Whether task ``token`` holds the session's slot (None: not checked, True)."""
+        """Whether task ``token`` holds the session's re-clustering slot.
+
+        Parameters
+        ----------
+        sid : str
+        token : str or None
+            The Celery task id; None is not checked (True).
+
+        Returns
+        -------
+        bool
+        """
         return token is None or self.r.get(self._key(sid, ":update")) == token.encode()
 
     def questions(self, sid, qids):

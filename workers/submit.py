@@ -29,6 +29,12 @@ def _app(settings):
 def send_job(settings, job_id, task_id):
     """Enqueue ``shoal.run_job`` for job ``job_id`` as Celery task ``task_id`` (the record's ``dispatch``).
 
+    Parameters
+    ----------
+    settings : workers.config.Settings
+        Where the broker is.
+    job_id, task_id : str
+
     Raises
     ------
     QueueError
@@ -39,6 +45,12 @@ def send_job(settings, job_id, task_id):
 
 def send_pass(settings, session_id, task_id):
     """Enqueue ``shoal.session_update`` for session ``session_id`` as task ``task_id``, which holds its slot.
+
+    Parameters
+    ----------
+    settings : workers.config.Settings
+        Where the broker is.
+    session_id, task_id : str
 
     Raises
     ------
