@@ -296,18 +296,19 @@ def post_answers(body, session_id):
     ss = _sessions()
     rec = session_or_404(ss, session_id)
     vocab = PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS
-    results, valid = [], []
+    results, valid, given = [], [], []  # valid: the result items of the answers given to the store
     for a in body["answers"]:
         item = {"question_id": a["question_id"], "assignment_id": a.get("assignment_id"), "reason": None}
         if a["answer"] not in vocab:
             item["outcome"], item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"
         else:
             valid.append(item)
+            given.append(a)
         results.append(item)
     # One atomic step records the answers and counts them (counters, revision): a request that dies
     # before or after it leaves nothing uncounted, and its client's retry finds the answers duplicate.
-    recorded = ss.record_answers(session_id, [a for a in body["answers"] if a["answer"] in vocab], rec["revision"],
-                                 rec["answers_per_question"], refused=len(results) - len(valid))
+    recorded = ss.record_answers(session_id, given, rec["revision"], rec["answers_per_question"],
+                                 refused=len(results) - len(valid))
     if recorded is None:
         raise ApiError(404, "not_found", f"session {session_id!r} was deleted while the answers were recorded")
     for item, outcome in zip(valid, recorded.outcomes):
