@@ -17,7 +17,7 @@ from sklearn.utils import check_random_state
 
 from ._constraints import MUST_LINK
 from ._graph import degrees, normalized_adjacency
-from ._spectral import fix_signs, top_eigenvectors
+from ._spectral import SPARSE_ARPACK_MAXITER, fix_signs, top_eigenvectors
 
 # Above this many rows of the least-squares system (C11) the NNLS is solved on
 # the m x m Cholesky factor of G^T G instead of the tall G (spec §6).
@@ -33,9 +33,9 @@ _SHIFT_INVERT_MAX = 12000
 # converge at -1e-3 in 4-5 restarts (97-119 solves at 5000 rows).
 _SHIFTS = (-1e-3, -1e-6, -1e-9, -1e-12)
 _SHIFT_INVERT_MAXITER = 30
-# Restarts of plain Lanczos (which="LA" on S, above _SHIFT_INVERT_MAX rows): ordinary widths need 8-13
-# at 20000 rows (184-294 products).
-_LANCZOS_MAXITER = 300
+# Restarts of plain Lanczos (which="LA" on S, above _SHIFT_INVERT_MAX rows): the shared bound of
+# clustering._spectral; ordinary widths need 8-13 at 20000 rows (184-294 products).
+_LANCZOS_MAXITER = SPARSE_ARPACK_MAXITER
 # Above _SHIFT_INVERT_MAX, the shift-invert ladder is still tried after Lanczos fails up to this many
 # rows: the LU of L at 20000 rows (kNN 20, d = 10) holds 3.1e7 entries (0.7 GiB), 10 s; its fill-in
 # grows about 4x per doubling of n.
