@@ -19,7 +19,7 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from joblib import Parallel, delayed, effective_n_jobs
+from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from sklearn.base import BaseEstimator, ClusterMixin
 from threadpoolctl import threadpool_limits
 
@@ -513,8 +513,11 @@ class COPRF(ClusterMixin, BaseEstimator):
         lo = X.min(axis=0)
         hi = X.max(axis=0)
         Xt = np.ascontiguousarray(X.T)
-        # never more threads than CPUs: joblib refuses n_jobs above 500000 (pre_dispatch = 2 * n_jobs)
-        n_jobs = max(1, min(int(effective_n_jobs(self.n_jobs)), int(effective_n_jobs(-1))))
+        # never more threads than CPUs: joblib refuses n_jobs above 500000 (pre_dispatch = 2 * n_jobs). Counted
+        # for the threading backend the forest runs on: the default (loky) answers 1, with a UserWarning, in a
+        # daemonic process such as a Celery prefork child, where threads work.
+        with parallel_config(backend="threading"):
+            n_jobs = max(1, min(int(effective_n_jobs(self.n_jobs)), int(effective_n_jobs(-1))))
         n_batches = min(T, max(4 * n_jobs, 8))
         bounds = np.linspace(0, T, n_batches + 1).round().astype(int)
         jobs = (

@@ -636,3 +636,31 @@ def test_n_jobs_zero_is_a_parameter_error_and_more_than_the_cpus_is_the_cpus():
                                                                                            pair_kind=kind).labels_
               for j in (1, 10**6)]
     np.testing.assert_array_equal(labels[0], labels[1])
+
+
+def _fit_in_daemon(queue):
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=0)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model = COPRF(n_clusters=2, n_estimators=8, n_jobs=2, random_state=0)
+            model.fit(X, pairs=[[0, 1]], pair_kind=[1])
+        queue.put(("ok", model.labels_.tolist()))
+    except Exception as exc:  # reported to the parent, which fails the test with it
+        queue.put(("error", repr(exc)))
+
+
+def test_n_jobs_in_a_daemonic_process_as_a_celery_prefork_child():
+    """A Celery prefork child is daemonic: loky refuses it (UserWarning, 1 job), the forest's threads do not."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_fit_in_daemon, args=(queue,), daemon=True)
+    child.start()
+    status, value = queue.get(timeout=120)
+    child.join(timeout=30)
+    assert status == "ok", value
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=0)
+    assert value == COPRF(n_clusters=2, n_estimators=8, random_state=0).fit(X, pairs=[[0, 1]],
+                                                                           pair_kind=[1]).labels_.tolist()
