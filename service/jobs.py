@@ -30,7 +30,7 @@ from schemas.results import ResultSchema
 from workers.store import load_affinity
 from workers.submit import submit_job
 
-from . import get_store, retry_after
+from . import doc_headers, get_store, retry_after
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_data_values, check_size, dataset_or_404
@@ -195,7 +195,7 @@ def _check_method(body, meta):
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(JobCreateSchema)
-@blp.response(202, JobSchema)
+@blp.response(202, JobSchema, headers=doc_headers("Location", "Retry-After"))
 @problem_docs(blp, (404, "Unknown dataset"),
               (413, "Too many constraints"),
               (422, "Invalid method, parameters, constraints or callback_url, or a dataset larger than the "
@@ -252,7 +252,7 @@ def list_jobs(args):
 
 @blp.route("/<string:job_id>", methods=["GET"])
 @blp.etag
-@blp.response(200, JobSchema)
+@blp.response(200, JobSchema, headers=doc_headers("Retry-After"))
 @problem_docs(blp, (404, "Unknown or expired job"))
 def get_job(job_id):
     """Job state and progress; ``Retry-After`` while not done."""
@@ -322,7 +322,7 @@ def get_affinity(args, job_id):
 @blp.route("/<string:job_id>/predict", methods=["POST"])
 @idempotent(blp, document_409=False)
 @blp.arguments(PredictRequestSchema)
-@blp.response(202, JobSchema)
+@blp.response(202, JobSchema, headers=doc_headers("Location", "Retry-After"))
 @problem_docs(blp, (404, "Unknown or expired job"),
               (409, "Job not SUCCEEDED (yet), or a request with this Idempotency-Key still running"),
               (422, "Rows do not fit the model"))
