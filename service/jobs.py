@@ -192,6 +192,20 @@ def _check_method(body, meta):
     return params
 
 
+def _relative_conflict_errors(conflicting):
+    """``errors`` of a rejected relative conflict: each constraint of the conflicting set at its pointer.
+
+    A hierarchy's ab|c constraints have no list position: they are named at ``/constraints/hierarchy``.
+    """
+    errors = {}
+    for c in conflicting:
+        pointer = f"/constraints/{c['field']}" + ("" if c["index"] is None else f"/{c['index']}")
+        what = f"its ab|c constraint {c['items']}" if c["index"] is None else f"{c['field']}[{c['index']}]"
+        errors.setdefault(pointer, []).append(f"{what} is in a set of {len(conflicting)} relative constraints "
+                                              "that no hierarchy satisfies together")
+    return errors
+
+
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(JobCreateSchema)
@@ -218,6 +232,8 @@ def create_job(body):
         raise ApiError(422, "contradictory_constraints",
                        f"{n_conflicts} cannot-link constraint(s) contradict must-link chains, e.g. "
                        f"cannot_link {first['cannot_link']} vs must-link chain {first['must_link_chain']}",
+                       errors={f"/constraints/cannot_link/{c['cannot_link_index']}":
+                               [f"contradicts the must-link chain {c['must_link_chain']}"] for c in conflicts},
                        conflicts=conflicts, n_conflicts=n_conflicts)
     if body["on_conflict"] == "reject":
         relative = relative_feasibility(checked, n, item_ids)
@@ -227,7 +243,7 @@ def create_job(body):
                            f"{'minimal ' if relative['minimal'] else ''}conflicting set has "
                            f"{len(relative['conflicting'])} of them"
                            f"{'' if relative['minimal'] else ' (not proven minimal: the search is bounded)'}",
-                           relative=relative)
+                           errors=_relative_conflict_errors(relative["conflicting"]), relative=relative)
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
