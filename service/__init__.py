@@ -72,6 +72,8 @@ def create_app(config=None):
         bp._check_not_modified = _etag_checked_after_request
         api.register_blueprint(bp)
     _register_session_params(api)
+    for component, header in HEADERS.values():
+        api.spec.components.header(component, header)
     errors.register(app)
     app.before_request(body.size_chunked_body)  # after the API-key check: an unauthorised body is not read
     app.before_request(_require_json)
@@ -170,6 +172,26 @@ def get_store():
         store = Store.from_settings()
         current_app.config["SHOAL_STORE"] = store
     return store
+
+
+#: Response headers the views document (``doc_headers``): name -> (spec component, OpenAPI header object).
+HEADERS = {
+    "Location": ("LOCATION", {
+        "description": "the created resource (a path on this API): what to poll", "schema": {"type": "string"}}),
+    "Retry-After": ("RETRY_AFTER", {
+        "description": "seconds to wait before asking again (SHOAL_RETRY_AFTER, 1 by default), sent while waiting "
+                       "can change the answer: a job not done, a session whose model is behind, an empty lease "
+                       "that questions can still come to (see the operation)",
+        "schema": {"type": "integer", "minimum": 0}}),
+}
+
+
+def doc_headers(*names):
+    """The ``headers`` argument of ``blp.response``: the named :data:`HEADERS` as component references.
+
+    A new dict per call: flask-smorest's ``etag`` adds ``ETag`` to the dict of the view it documents.
+    """
+    return {name: HEADERS[name][0] for name in names}
 
 
 def retry_after():

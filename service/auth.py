@@ -122,6 +122,6 @@ def document(api):
     api.spec.components.security_scheme(SCHEME, {
         "type": "http", "scheme": "bearer",
         "description": "An API key, when the deployment sets SHOAL_API_KEYS or SHOAL_API_KEYS_FILE "
-                       "(otherwise no key is needed). /healthz, /readyz, /openapi.yaml and /docs are "
-                       "always open."})
+                       "(otherwise no key is needed). /healthz, /readyz, /openapi.yaml, /openapi.json and "
+                       "/docs are always open."})
     api.spec.options["security"] = [{SCHEME: []}, {}]

@@ -9,7 +9,7 @@ from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, Dataset
 from workers.records import is_record_id
 from workers.session_store import dataset_in_use
 
-from . import get_store
+from . import doc_headers, get_store
 from .errors import ApiError, check_page_token, problem_docs
 from .idempotency import idempotent
 
@@ -72,7 +72,7 @@ def dataset_or_404(store, dataset_id, pointer=None):
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(DatasetCreateSchema)
-@blp.response(201, DatasetSchema)
+@blp.response(201, DatasetSchema, headers=doc_headers("Location"))
 @problem_docs(blp, (413, "Too many rows, columns or bytes"), (422, "NaN, ragged rows, non-numeric cells ..."))
 def create_dataset(body):
     """Upload an (n, d) numeric matrix, optional ground-truth labels and item ids."""

@@ -30,7 +30,7 @@ from schemas.results import ResultSchema
 from workers.store import load_affinity
 from workers.submit import submit_job
 
-from . import get_store, retry_after
+from . import doc_headers, get_store, retry_after
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_data_values, check_size, dataset_or_404
@@ -192,10 +192,24 @@ def _check_method(body, meta):
     return params
 
 
+def _relative_conflict_errors(conflicting):
+    """``errors`` of a rejected relative conflict: each constraint of the conflicting set at its pointer.
+
+    A hierarchy's ab|c constraints have no list position: they are named at ``/constraints/hierarchy``.
+    """
+    errors = {}
+    for c in conflicting:
+        pointer = f"/constraints/{c['field']}" + ("" if c["index"] is None else f"/{c['index']}")
+        what = f"its ab|c constraint {c['items']}" if c["index"] is None else f"{c['field']}[{c['index']}]"
+        errors.setdefault(pointer, []).append(f"{what} is in a set of {len(conflicting)} relative constraints "
+                                              "that no hierarchy satisfies together")
+    return errors
+
+
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(JobCreateSchema)
-@blp.response(202, JobSchema)
+@blp.response(202, JobSchema, headers=doc_headers("Location", "Retry-After"))
 @problem_docs(blp, (404, "Unknown dataset"),
               (413, "Too many constraints"),
               (422, "Invalid method, parameters, constraints or callback_url, or a dataset larger than the "
@@ -218,6 +232,8 @@ def create_job(body):
         raise ApiError(422, "contradictory_constraints",
                        f"{n_conflicts} cannot-link constraint(s) contradict must-link chains, e.g. "
                        f"cannot_link {first['cannot_link']} vs must-link chain {first['must_link_chain']}",
+                       errors={f"/constraints/cannot_link/{c['cannot_link_index']}":
+                               [f"contradicts the must-link chain {c['must_link_chain']}"] for c in conflicts},
                        conflicts=conflicts, n_conflicts=n_conflicts)
     if body["on_conflict"] == "reject":
         relative = relative_feasibility(checked, n, item_ids)
@@ -227,7 +243,7 @@ def create_job(body):
                            f"{'minimal ' if relative['minimal'] else ''}conflicting set has "
                            f"{len(relative['conflicting'])} of them"
                            f"{'' if relative['minimal'] else ' (not proven minimal: the search is bounded)'}",
-                           relative=relative)
+                           errors=_relative_conflict_errors(relative["conflicting"]), relative=relative)
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
@@ -252,7 +268,7 @@ def list_jobs(args):
 
 @blp.route("/<string:job_id>", methods=["GET"])
 @blp.etag
-@blp.response(200, JobSchema)
+@blp.response(200, JobSchema, headers=doc_headers("Retry-After"))
 @problem_docs(blp, (404, "Unknown or expired job"))
 def get_job(job_id):
     """Job state and progress; ``Retry-After`` while not done."""
@@ -322,7 +338,7 @@ def get_affinity(args, job_id):
 @blp.route("/<string:job_id>/predict", methods=["POST"])
 @idempotent(blp, document_409=False)
 @blp.arguments(PredictRequestSchema)
-@blp.response(202, JobSchema)
+@blp.response(202, JobSchema, headers=doc_headers("Location", "Retry-After"))
 @problem_docs(blp, (404, "Unknown or expired job"),
               (409, "Job not SUCCEEDED (yet), or a request with this Idempotency-Key still running"),
               (422, "Rows do not fit the model"))

@@ -35,7 +35,7 @@ from schemas.sessions import (
 from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
 from workers.submit import send_session_update, start_session
 
-from . import get_store, retry_after
+from . import doc_headers, get_store, retry_after
 from .callbacks import check_callback_url
 from .datasets import dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
@@ -137,7 +137,7 @@ def _item_ids_of(question, item_ids):
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(SessionCreateSchema)
-@blp.response(201, SessionSchema)
+@blp.response(201, SessionSchema, headers=doc_headers("Location", "Retry-After"))
 @problem_docs(blp, (404, "Unknown dataset"), (422, "Invalid session or callback_url"))
 def create_session(body):
     """Open a session on a dataset; a worker computes the first model and question pool."""
@@ -202,7 +202,7 @@ def list_sessions(args):
 
 @blp.route("/<string:session_id>", methods=["GET"])
 @blp.etag
-@blp.response(200, SessionSchema)
+@blp.response(200, SessionSchema, headers=doc_headers("Retry-After"))
 @problem_docs(blp, (404, "Unknown session"))
 def get_session(session_id):
     """Revision, budget, counters, disagreements and the ModelUpToDate condition.
@@ -257,7 +257,7 @@ def list_questions(args, session_id):
 
 @blp.route("/<string:session_id>/questions", methods=["POST"])
 @blp.arguments(QuestionsRequestSchema)
-@blp.response(200, QuestionsSchema)
+@blp.response(200, QuestionsSchema, headers=doc_headers("Retry-After"))
 @problem_docs(blp, (404, "Unknown session"))
 def lease_questions(body, session_id):
     """A batch of the next most useful questions (several workers can answer in parallel).

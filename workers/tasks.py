@@ -312,12 +312,17 @@ def sign_webhook(secret, msg_id, timestamp, body):
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
 def deliver_webhook(self, job_id, url):
-    """POST a thin event to the job's ``callback_url``; retried with backoff."""
+    """POST a thin event to the job's ``callback_url``; retried with backoff.
+
+    ``result_url`` is null unless the job SUCCEEDED, as in the job's own view:
+    a FAILED or CANCELLED job has no result (its URL answers 409).
+    """
     job = get_store().get_job(job_id)
     if job is None:
         return
+    result_url = f"/v1/jobs/{job_id}/result" if job["state"] == "SUCCEEDED" else None
     _send_event(self, url, {"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
-                            "result_url": f"/v1/jobs/{job_id}/result"}, f"job {job_id}")
+                            "result_url": result_url}, f"job {job_id}")
 
 
 @app.task(name="shoal.deliver_session_webhook", bind=True, max_retries=5, acks_late=True)

@@ -163,6 +163,21 @@ def test_callback_is_signed_standard_webhook(live, blobs):
         assert signature_ok(headers, body)
 
 
+def test_the_event_of_a_job_without_a_result_has_no_result_url(live, blobs):
+    """As in the job's view: a FAILED (or CANCELLED) job has no result, its result URL answers 409."""
+    did, X, y = blobs
+    with WebhookReceiver() as hook:
+        failed = submit(live, dataset_id=did, method="cop_kmeans", n_clusters=2, callback_url=hook.url,
+                        constraints={"cannot_link": [[0, 1], [1, 2], [0, 2]]}).json()["id"]
+        ok = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=hook.url).json()["id"]
+        assert wait_done(live, failed)["state"] == "FAILED"
+        job = wait_done(live, ok)
+        _, body = hook.wait(lambda e: e.get("job_id") == failed)
+        assert json.loads(body)["type"] == "job.failed" and json.loads(body)["result_url"] is None
+        _, body = hook.wait(lambda e: e.get("job_id") == ok)
+        assert json.loads(body)["result_url"] == job["result_url"]
+
+
 def test_a_job_cancelled_while_queued_sends_its_job_cancelled_event(live, blobs):
     did, X, y = blobs
     # The worker runs one task at a time: a long COP-RF keeps the second job QUEUED until it is cancelled.

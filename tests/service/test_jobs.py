@@ -92,6 +92,21 @@ def test_conflicts_are_kept_by_default_and_rejected_on_request(client, blobs_dat
     assert conflict["must_link_chain_item_ids"] == [f"item-{i}" for i in chain]
 
 
+def test_a_rejected_contradiction_points_at_the_constraints_in_errors(client, blobs_dataset):
+    """A 422 for invalid input maps JSON pointers to messages in ``errors`` (api.md, "Errors"), also when
+    the constraints contradict each other under on_conflict "reject"."""
+    did, _, _ = blobs_dataset
+    c = {"must_link": [[0, 1], [1, 2]], "cannot_link": [[3, 4], [2, 0]]}
+    rej = submit(client, did, constraints=c, on_conflict="reject")
+    assert rej.status_code == 422 and rej.json["code"] == "contradictory_constraints"
+    assert list(rej.json["errors"]) == ["/constraints/cannot_link/1"], rej.json
+    assert str(rej.json["conflicts"][0]["must_link_chain"]) in rej.json["errors"]["/constraints/cannot_link/1"][0]
+    rel = {"hierarchy": [[0, 1], [2, 3]], "relative": [[4, 5, 6], [0, 2, 1]]}  # 0 2 | 1 against the tree's 01|2
+    rej = submit(client, did, method="recon", n_clusters=2, constraints=rel, on_conflict="reject")
+    assert rej.status_code == 422 and rej.json["code"] == "contradictory_constraints"
+    assert set(rej.json["errors"]) == {"/constraints/relative/1", "/constraints/hierarchy"}, rej.json
+
+
 def test_the_job_keeps_the_count_of_conflicts_beyond_those_it_lists(client, blobs_dataset):
     # 150 cannot-links inside one must-link chain: every one contradicted, 100 of them listed.
     did, _, _ = blobs_dataset
