@@ -233,6 +233,8 @@ class DCRC(ClusterMixin, BaseEstimator):
     (yes / no / don't know; the spec's codes are 0 / 1 / 2, the strings are
     the same), and ``triplet_weight`` is a confidence in (0, 1], so the
     spec's "weight 2 = the triplet given twice" is written by repeating it.
+    Empty clusters are listed in ``diagnostics_["empty_clusters"]``, not
+    warned about (spec 7.3 asks for a warning).
 
     References
     ----------
