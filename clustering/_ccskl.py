@@ -244,6 +244,17 @@ class CCSKL(ClusterMixin, BaseEstimator):
     non-unique while the fitted kernel values on S are unique. Memory is
     O(n (k + m)); the dense kernel is only materialised for small n.
 
+    Differences from the spec's input handling (not in the paper): a pair
+    given as both must-link and cannot-link keeps one row of each kind (the
+    fit settles between them by their weights; listed in
+    ``diagnostics_["same_pair_both_kinds"]``) where spec §4 step 1 / §7.5
+    rejects it or keeps the heavier kind; ``pair_weight`` lies in (0, 1]
+    (the spec's weight 0 is written by leaving the pair out); m is raised to
+    K and clamped to n - 1 without §7.8's warning (recorded in
+    ``diagnostics_["n_components"]``); the edges that join a disconnected
+    kNN graph (§7.1) get their Gaussian weight floored at the weakest
+    existing edge, so that a long bridge does not underflow to 0.
+
     References
     ----------
     .. [1] Z. Li and J. Liu, "Constrained Clustering by Spectral Kernel

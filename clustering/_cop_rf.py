@@ -277,7 +277,10 @@ class COPRF(ClusterMixin, BaseEstimator):
     summing weights; a pair given as both kinds keeps the kind of larger
     summed weight (dropped on a tie). When every tree's root is a leaf the
     affinity is constant: fit warns (``ConstraintWarning``) and clusters it
-    anyway instead of raising.
+    anyway instead of raising. ``constraint_scores_`` (CR-15) averages the
+    finite per-tree scores: a tree whose bag holds the constraint but whose
+    f random subsets Q_r all missed it (r_j = 0, score -inf in CR-13, ranked
+    last for S^t) is left out of the mean rather than making it -inf.
 
     References
     ----------

@@ -229,6 +229,12 @@ class DCRC(ClusterMixin, BaseEstimator):
     mattering at ``epsilon = 2/3`` (not 1/3): Table I is uniform there.
     Repeated triplets and contradictory answers are valid (independent
     noisy observations) and are only reported in ``diagnostics_``.
+    Interface differences from spec §2: answers are coded +1 / -1 / 0
+    (yes / no / don't know; the spec's codes are 0 / 1 / 2, the strings are
+    the same), and ``triplet_weight`` is a confidence in (0, 1], so the
+    spec's "weight 2 = the triplet given twice" is written by repeating it.
+    Empty clusters are listed in ``diagnostics_["empty_clusters"]``, not
+    warned about (spec 7.3 asks for a warning).
 
     References
     ----------

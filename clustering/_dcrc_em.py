@@ -284,7 +284,9 @@ def _lower_bound(W, Xa, c_idx, u_idx, q, tri_loc, answer, weight, eps, hard, lam
 
 def _kmeans_logistic_init(Xs, K, lam, n_init, rng):
     """Initial W (K, d + 1): k-means, then L2 multinomial logistic regression
-    (C = 1 / (2 lambda)) on the k-means labels (paper IV-C, spec 4.2)."""
+    on the k-means labels with the penalty lambda R(W) of DC-7a (paper IV-C,
+    spec 4.2: C = 1 / (2 lambda); with two clusters C = 1 / lambda, since the
+    binary row w becomes (-w/2, w/2) and R = ||w||^2 / 2)."""
     from sklearn.cluster import KMeans
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.linear_model import LogisticRegression
@@ -299,7 +301,9 @@ def _kmeans_logistic_init(Xs, K, lam, n_init, rng):
         W = np.zeros((K, d + 1))
         if present.size < 2:
             return W
-        C = 1.0 / (2.0 * lam) if lam > 0 else 1e12
+        # scikit-learn's penalty is ||coef||^2 / (2 C): C = 1 / (2 lambda) makes it lambda R(W) (DC-7a). A
+        # binary fit has one row w, placed below as (-w/2, w/2) with R = ||w||^2 / 2: there C = 1 / lambda
+        C = (1.0 / lam if present.size == 2 else 1.0 / (2.0 * lam)) if lam > 0 else 1e12
         # n_clusters may reach n_samples: k-means' labels are classes, not a regression target
         warnings.filterwarnings("ignore", "The number of unique classes is greater than 50%", UserWarning)
         lr = LogisticRegression(C=C, max_iter=1000).fit(Xs, labels)

@@ -138,9 +138,16 @@ class ReCon(ClusterMixin, BaseEstimator):
     pairs are only released when one of their clusters is merged (the spec
     clears them on every constraint change; same result, less work).
     Ties in the merge distance are broken by slot order (smallest slot
-    first), not by linkage ids. Cost: about 4 s for Letters-IJLT (3059 rows)
-    with 3000 clean random triplets; noisy triplets force many rejected
-    merges (minutes at n = 3000 with 10% wrong answers).
+    first), not by linkage ids. Flat cut (spec §4.5 step 4): an outlier
+    branch is checked only against the triplets it touches, so a violation
+    left by an earlier branch's fallback does not send every later branch to
+    its nearest cluster (the spec's wording checks every labelled triplet).
+    The minimal conflict comes from a QuickXplain-style search instead of
+    §4.1's deletion filter (both give a minimal subset), within a work
+    budget (``diagnostics_["conflict_is_minimal"]`` says whether it ran out).
+    Cost: about 4 s for Letters-IJLT (3059 rows) with 3000 clean random
+    triplets; noisy triplets force many rejected merges (minutes at
+    n = 3000 with 10% wrong answers).
 
     References
     ----------

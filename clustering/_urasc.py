@@ -342,7 +342,10 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     Deviations from the spec are listed in its §3 and in the module report:
     the default number of eigenpairs is truncated above n = 1000 (spec: 3000)
     so a question batch stays below 0.5 s; "don't know" answers, batch
-    selection and the random strategy are extensions.
+    selection and the random strategy are extensions. With ``X``, a set's
+    "most similar" member (U7, U15 step 1) is its nearest member in X (the
+    order of the global Gaussian of U1), also under ``kernel="local"``,
+    whose w0 is 0 beyond the kNN lists.
 
     Degenerate graphs: when W^t has too few edges left for K clusters (every
     answer "no": each sample its own certain set, W^t = 0, a zero embedding)

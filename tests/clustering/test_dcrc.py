@@ -154,6 +154,29 @@ def test_mstep_scratch_arrays_change_nothing(balance, tau):
         assert f1 == f0 and np.array_equal(g1, g0)
 
 
+@pytest.mark.parametrize("K", [2, 3])
+def test_kmeans_logistic_start_maximises_the_penalised_likelihood(K):
+    """Spec 4.2: the start's penalty is lambda R(W) (DC-7a), so W maximises
+    sum_i ln p(k-means label_i) - lambda R(W): zero gradient of DC-15 with
+    q = one-hot labels and tau = 0. With K = 2 the rows (-w/2, w/2) have
+    R = ||w||^2 / 2, so scikit-learn's binary fit needs C = 1 / lambda."""
+    from sklearn.cluster import KMeans
+
+    from clustering._dcrc_em import _kmeans_logistic_init
+
+    X, _ = make_blobs(80, centers=K, cluster_std=2.5, random_state=4)
+    Xs = (X - X.mean(0)) / X.std(0)
+    lam = 0.05
+    W = _kmeans_logistic_init(Xs, K, lam, 10, np.random.RandomState(0))
+    seed = int(np.random.RandomState(0).randint(np.iinfo(np.int32).max))
+    labels = KMeans(n_clusters=K, n_init=10, random_state=seed).fit(Xs).labels_
+    Xa = np.hstack([Xs, np.ones((len(Xs), 1))])
+    q = np.eye(K)[labels]
+    _, g = _neg_objective(W.ravel(), Xa, np.arange(len(Xs)), q, np.zeros(0, dtype=np.int64), lam, 0.0, False, K)
+    # scikit-learn stops at its tol: 0.006 (K = 2), 0.008 (K = 3); C = 1 / (2 lambda) at K = 2 left 0.29
+    assert np.abs(g).max() < 0.05
+
+
 def test_lower_bound_never_decreases(blobs):
     """Oracle 6: LB non-decreasing across every E- and M-step (soft mode)."""
     X, y = blobs
