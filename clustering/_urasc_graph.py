@@ -109,7 +109,15 @@ class BaseGraphMixin:
         return W0
 
     def _knn_setup(self):
-        """kNN(i) under W0 for U9 (computed once) and their base weights."""
+        """kNN(i) under W0 for U9 (computed once) and their base weights.
+
+        kNN(i) = the k_H samples with the largest entries of W0's row i (self
+        excluded), with those entries as weights, for dense and kNN storage
+        alike. A kNN graph's row can hold fewer than k_H entries: the rest of
+        kNN(i) are samples with weight 0 (ties, as on a dense row), the
+        nearest to x_i in X (the lowest indices for a precomputed affinity),
+        each once, so that a constraint on one of them counts once in U9.
+        """
         n, k = self._n, int(min(self.n_neighbors_entropy, self._n - 1))
         if not self._sparse:
             W = self._W0.copy()
@@ -117,19 +125,23 @@ class BaseGraphMixin:
             ind = np.argpartition(-W, k - 1, axis=1)[:, :k]
             self._nbr = ind.astype(np.int64)
             self._nbr_w = np.take_along_axis(self._W0, self._nbr, axis=1)
-        elif self._X is not None:
-            dist, ind = knn_distances(self._X, k)
-            self._nbr = ind
-            self._nbr_w = np.exp(-(dist**2) / (2.0 * self._sigma**2))
-        else:
-            W = self._W0
-            nbr = np.zeros((n, k), dtype=np.int64)
-            w = np.zeros((n, k))
-            for i in range(n):
-                s, e = W.indptr[i], W.indptr[i + 1]
-                cols, vals = W.indices[s:e], W.data[s:e]
-                top = np.argsort(-vals, kind="stable")[:k]
-                nbr[i, :top.size] = cols[top]
-                w[i, :top.size] = vals[top]
-                nbr[i, top.size:] = i if top.size == 0 else cols[top[0]]
-            self._nbr, self._nbr_w = nbr, w
+            return
+        W = sp.csr_matrix(self._W0)
+        fill = knn_distances(self._X, k)[1] if self._X is not None else None
+        low = np.arange(min(n, 2 * k + 1))  # holds k - t samples outside any t + 1 excluded ones
+        nbr = np.zeros((n, k), dtype=np.int64)
+        w = np.zeros((n, k))
+        for i in range(n):
+            s, e = W.indptr[i], W.indptr[i + 1]
+            cols, vals = W.indices[s:e], W.data[s:e]
+            keep = (cols != i) & (vals > 0)
+            cols, vals = cols[keep], vals[keep]
+            top = np.argsort(-vals, kind="stable")[:k]
+            t = top.size
+            nbr[i, :t] = cols[top]
+            w[i, :t] = vals[top]
+            if t < k:  # the row has only these t entries
+                cand = fill[i] if fill is not None else low
+                cand = cand[(cand != i) & ~np.isin(cand, cols)]
+                nbr[i, t:] = cand[:k - t]
+        self._nbr, self._nbr_w = nbr, w

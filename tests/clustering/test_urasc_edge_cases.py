@@ -234,3 +234,22 @@ def test_with_a_far_outlier_among_the_candidates_the_others_keep_their_gradients
     assert est.query_log_[0]["sample"] == 0  # the outlier, first of the batch
     others = est.gradient_[1:][np.isfinite(est.gradient_[1:])]
     assert others.size and np.all(others > 0), others  # were all 0: the batch's other picks ignored them
+
+
+@pytest.mark.parametrize("kernel", ["local", "gaussian"])
+@pytest.mark.parametrize("graph", ["dense", "knn"])
+def test_entropy_neighbours_are_the_base_graphs_most_similar_with_its_weights(kernel, graph):
+    # U9: kNN(i) = the k_H most similar samples under W0 (self excluded, each once) and their weights
+    # w_il from W0 (before any answer). The kNN storage used Euclidean neighbours with a global Gaussian
+    # weight instead, up to 0.87 away from W0's entry under the local kernel (iris-sized data)
+    X, y = _blobs(n=150, k=3, seed=1, std=2.5)
+    est = URASC(n_clusters=3, budget=0, kernel=kernel, graph=graph, random_state=0).fit(X, oracle=_oracle(y))
+    W0 = est._W0.toarray() if hasattr(est._W0, "toarray") else np.asarray(est._W0)
+    nbr, w = est._nbr, est._nbr_w
+    k = min(est.n_neighbors_entropy, len(X) - 1)
+    assert nbr.shape == (len(X), k)
+    assert not np.any(nbr == np.arange(len(X))[:, None])
+    assert all(np.unique(row).size == k for row in nbr)
+    np.testing.assert_array_equal(w, np.take_along_axis(W0, nbr, axis=1))
+    off = np.where(np.eye(len(X), dtype=bool), -np.inf, W0)
+    np.testing.assert_allclose(np.sort(w, axis=1), np.sort(off, axis=1)[:, -k:], rtol=0, atol=0)
