@@ -476,16 +476,13 @@ class Store(DatasetStoreMixin):
         def also(pipe, before):
             stats.job_finished(pipe, before, state, now)
             liveness.untrack(pipe, before.get("worker"), f"job:{jid}")
-
-        rec = self._transition(jid, ACTIVE, updates, also=also)
-        if rec is not None:
-            ttl = self.settings.job_ttl
+            # in the same transaction: a caller that retries after losing the reply (workers.tasks.through_outage)
+            # finds the job ended, and its keys must not be left without their expiry
             key = f"{PREFIX}job:{jid}"
-            pipe = self.r.pipeline()
             for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel", f"{key}:model"):
-                pipe.expire(k, ttl)
-            pipe.execute()
-        return rec
+                pipe.expire(k, self.settings.job_ttl)
+
+        return self._transition(jid, ACTIVE, updates, also=also)
 
     def announce_end(self, rec):
         """Queue the ``job.<state>`` event of a job no worker will report.
