@@ -68,3 +68,35 @@ def test_a_job_running_while_redis_restarts_ends_once_redis_is_back(outage_stack
     restart_redis(stack, down=5)
     job = wait_done(base, jid, timeout=60)
     assert job["state"] == "SUCCEEDED", job
+
+
+def test_a_session_pass_running_while_redis_restarts_is_done_once_redis_is_back(outage_stack):
+    """The first pass fails on Redis mid-run: it is run again once Redis is back. Before, the failed
+    pass's task ended with its slot held (for the hard time limit plus a minute) and nothing queued:
+    the session stayed INITIALIZING, "re-clustering ... is running", with no questions to answer."""
+    import requests
+
+    from workers.session_store import SessionStore
+
+    stack, base = outage_stack
+    ss = SessionStore(_store(stack))
+    X = np.random.default_rng(0).standard_normal((5000, 8))
+    r = requests.post(base + "/v1/sessions", json={"dataset_id": upload(base, X), "budget": 50}, timeout=30)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    deadline = time.monotonic() + 60
+    while ss.get(sid)["pass_started_at"] is None:
+        assert time.monotonic() < deadline, "pass never started"
+        time.sleep(0.01)
+    restart_redis(stack, down=3)
+    deadline = time.monotonic() + 60
+    while ss.get(sid)["observed_revision"] != 0:
+        assert time.monotonic() < deadline, f"no model after Redis came back: {ss.get(sid)}"
+        time.sleep(0.1)
+    view = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
+    assert view["state"] == "ACTIVE", view
+    leased = requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "w"},
+                           timeout=30).json()
+    assert len(leased["questions"]) == 5, leased
+    running = redis.Redis.from_url(stack.redis_url).keys("shoal:worker:*:running")
+    assert running == [], running  # the pass's entry in its worker's running hash is gone with it
