@@ -465,8 +465,26 @@ class Store(DatasetStoreMixin):
             "progress": {"fraction": float(min(max(fraction, 0.0), 1.0)), "stage": stage, "message": message}
         })
 
-    def finish_job(self, jid, state, *, error=None):
-        """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL."""
+    def finish_job(self, jid, state, *, error=None, task_id=None):
+        """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL.
+
+        Parameters
+        ----------
+        jid : str
+        state : {"SUCCEEDED", "FAILED", "CANCELLED"}
+        error : dict or None
+            The problem object of a failure.
+        task_id : str, optional
+            End the job only if it is dispatched to this Celery task (or its
+            record predates ``dispatch``): a job re-dispatched to another task
+            (:meth:`requeue_lost_job`) is that task's to end. None: not checked.
+
+        Returns
+        -------
+        dict or None
+            The ended record; None if the job is unknown, already ended, or
+            dispatched to another task.
+        """
         assert state in TERMINAL
         now = time.time()
         updates = {"state": state, "finished_at": utcnow_iso(now), "error": error}
@@ -482,7 +500,8 @@ class Store(DatasetStoreMixin):
             for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel", f"{key}:model"):
                 pipe.expire(k, self.settings.job_ttl)
 
-        return self._transition(jid, ACTIVE, updates, also=also)
+        expect = None if task_id is None else (lambda before: before.get("dispatch") in (task_id, None))
+        return self._transition(jid, ACTIVE, updates, also=also, expect=expect)
 
     def announce_end(self, rec):
         """Queue the ``job.<state>`` event of a job no worker will report.

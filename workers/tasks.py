@@ -11,7 +11,7 @@ import uuid
 import numpy as np
 import redis
 import scipy.sparse as sp
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
@@ -256,7 +256,55 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
     return result
 
 
-@app.task(name="shoal.run_job", bind=True, acks_late=True, reject_on_worker_lost=True)
+def time_limit_error(settings):
+    """The problem object of a job that ran past its soft time limit.
+
+    Parameters
+    ----------
+    settings : workers.config.Settings
+
+    Returns
+    -------
+    dict
+    """
+    return problem("time_limit", "Time limit exceeded", 500,
+                   f"the job ran longer than {settings.soft_time_limit} s")
+
+
+def _end_job_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
+    """``on_failure`` of :func:`run_job`: a job whose process the hard time limit killed is FAILED.
+
+    Celery calls it in the worker's main process after killing the pool
+    process (a call deaf to the soft limit's exception ran past the hard
+    limit, or the soft limit's handling did), and acknowledges the message.
+    Nothing else ended the job: it stayed RUNNING, its live worker naming
+    it, until a read failed it as ``worker_lost`` (``visibility_timeout``
+    after). Only the task the record dispatches to ends it; its
+    ``job.failed`` event is queued (:meth:`Store.announce_end`). Other
+    failures are the task's own to report (it ends every job it runs).
+
+    Parameters
+    ----------
+    task : celery.Task
+    exc : Exception
+    task_id : str
+    args : list
+        ``[job_id]``.
+    kwargs, einfo
+        Unused.
+    """
+    if not isinstance(exc, TimeLimitExceeded):
+        return
+    try:
+        store = get_store()
+        store.announce_end(store.finish_job(args[0], "FAILED", error=time_limit_error(store.settings),
+                                            task_id=task_id))
+    except Exception:  # noqa: BLE001 - never into the pool's timeout handling
+        log.exception("job %s: not ended after its hard time limit", args[0] if args else None)
+
+
+@app.task(name="shoal.run_job", bind=True, acks_late=True, reject_on_worker_lost=True,
+          on_failure=_end_job_at_hard_limit)
 def run_job(self, job_id):
     """Run one clustering job by id; the job record ends in a terminal state."""
     store = get_store()
@@ -306,8 +354,7 @@ def run_job(self, job_id):
     except JobCancelled:
         state = "CANCELLED"
     except SoftTimeLimitExceeded:
-        state, error = "FAILED", problem("time_limit", "Time limit exceeded", 500,
-                                         f"the job ran longer than {store.settings.soft_time_limit} s")
+        state, error = "FAILED", time_limit_error(store.settings)
     except InfeasibleConstraintsError as exc:
         state, error = "FAILED", problem("infeasible_constraints", "Constraints cannot be satisfied", 422,
                                          str(exc), conflicts=exc.conflicts)
