@@ -11,6 +11,7 @@ import uuid
 from collections import Counter, OrderedDict
 
 import numpy as np
+from celery.exceptions import TimeLimitExceeded
 
 from clustering._active_dcrc import ActiveDCRC
 from clustering._crowd import majority_vote
@@ -310,7 +311,48 @@ def _notify(sid, url, state, revision):
         log.exception("session %s: webhook event not queued", sid)
 
 
-@app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
+def _end_pass_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
+    """``on_failure`` of :func:`session_update`: a pass whose process the hard time limit killed
+    fails the session, as a pass failing in its process does.
+
+    Celery calls it in the worker's main process after killing the pool
+    process, and acknowledges the message. The pass had committed nothing;
+    it held the session's slot until the slot expired, a minute later, with
+    nothing queued: a new session stayed INITIALIZING, "re-clustering ...
+    is running", for good. Now the session is FAILED with the error, the
+    pass is counted and announced, and the slot goes to the pass pending
+    answers need, or is freed. Nothing is done unless the task still holds
+    the slot; other failures are the task's own to handle.
+
+    Parameters
+    ----------
+    task : celery.Task
+    exc : Exception
+    task_id : str
+        The task, which held the slot.
+    args : list
+        ``[session_id]``.
+    kwargs, einfo
+        Unused.
+    """
+    if not isinstance(exc, TimeLimitExceeded):
+        return
+    sid = args[0]
+    try:
+        ss = SessionStore(get_store())
+        liveness.untrack(ss.r, liveness.current_worker_name(), f"session:{sid}", task_id)
+        rec = ss.get(sid)
+        if rec is None or not ss.holds_update(sid, task_id):
+            return
+        limit = ss.settings.hard_time_limit
+        outcome = _fail_pass(ss, sid, rec, f"TimeLimitExceeded: the pass ran longer than {limit} s")
+        _close_pass(ss, sid, task_id, rec, outcome, float(limit))
+    except Exception:  # noqa: BLE001 - never into the pool's timeout handling
+        log.exception("session %s: pass %s not ended after its hard time limit", sid, task_id)
+
+
+@app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True,
+          on_failure=_end_pass_at_hard_limit)
 def session_update(self, sid):
     """Bring a session's model and question pool up to date: one pass (coalesced).
 
@@ -357,11 +399,22 @@ def _run_pass(store, ss, sid, token):
         return
     if failure is not None:
         log.error("session %s update failed", sid, exc_info=failure)
-        through_outage(ss.update, sid, state="FAILED", pass_started_at=None,
-                       error=problem("session_update_failed", "Re-clustering failed", 500,
-                                     f"{type(failure).__name__}: {failure}"))
-        outcome = ("FAILED", rec["observed_revision"])  # the last good model's
-    through_outage(ss.count_pass, outcome[0], time.monotonic() - started)
+        outcome = _fail_pass(ss, sid, rec, f"{type(failure).__name__}: {failure}")
+    _close_pass(ss, sid, token, rec, outcome, time.monotonic() - started)
+
+
+def _fail_pass(ss, sid, rec, detail):
+    """Leave the session FAILED by a pass that failed (``detail`` says why); returns the pass's
+    outcome, ``("FAILED", observed_revision)``: the last good model's."""
+    through_outage(ss.update, sid, state="FAILED", pass_started_at=None,
+                   error=problem("session_update_failed", "Re-clustering failed", 500, detail))
+    return "FAILED", rec["observed_revision"]
+
+
+def _close_pass(ss, sid, token, rec, outcome, seconds):
+    """Count and announce the pass of task ``token``, which ended in ``outcome`` (state, observed
+    revision) after ``seconds``; then hand its slot to the pass pending answers need, or free it."""
+    through_outage(ss.count_pass, outcome[0], seconds)
     _notify(sid, rec.get("callback_url"), *outcome)
     if through_outage(ss.take_pending, sid):
         _next_pass(ss, sid, token)
