@@ -100,3 +100,37 @@ def test_a_session_pass_running_while_redis_restarts_is_done_once_redis_is_back(
     assert len(leased["questions"]) == 5, leased
     running = redis.Redis.from_url(stack.redis_url).keys("shoal:worker:*:running")
     assert running == [], running  # the pass's entry in its worker's running hash is gone with it
+
+
+def test_a_job_picked_up_while_redis_restarts_starts_once_redis_is_back(tmp_path, monkeypatch):
+    """The task got its message and Redis went away before it marked the job RUNNING: the task waits
+    for Redis and runs the job. Before, the task failed (its message acknowledged) and the job stayed
+    QUEUED with no task to run it, for good. The task runs in this process (Celery's ``apply``) on a
+    Redis of its own, stopped and started again from its snapshot."""
+    import threading
+
+    from scripts.stack import Stack
+    from workers import tasks
+    from workers.config import Settings
+    from workers.store import Store
+
+    stack = Stack(log_dir=tmp_path)
+    stack.env.pop("REDIS_URL", None)
+    stack.redis_url = None
+    stack.start_redis()
+    try:
+        store = Store.from_settings(Settings(redis_url=stack.redis_url))
+        monkeypatch.setattr(tasks, "_store", store)
+        did = store.put_dataset(np.random.default_rng(0).standard_normal((60, 2)), name="outage")["id"]
+        jid = store.create_job(dataset_id=did, method="spectral", n_clusters=2, params={}, constraints={},
+                               random_state=0)["id"]
+        restarting = threading.Thread(target=restart_redis, args=(stack, 2))
+        restarting.start()
+        while store.ping():  # until it is down
+            time.sleep(0.01)
+        run = tasks.run_job.apply(args=[jid], task_id=jid)
+        restarting.join()
+        assert run.successful(), run.result
+        assert store.get_job(jid)["state"] == "SUCCEEDED"
+    finally:
+        stack.stop()
