@@ -420,8 +420,13 @@ def sign_webhook(secret, msg_id, timestamp, body):
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
 def deliver_webhook(self, job_id, url):
-    """POST a thin event to the job's ``callback_url``; retried with backoff."""
-    job = get_store().get_job(job_id)
+    """POST a thin event to the job's ``callback_url``; retried with backoff.
+
+    The job's state is read when the event is sent, waiting for Redis if it
+    is away (:func:`through_outage`: the task failed, without a retry, and
+    the event was lost).
+    """
+    job = through_outage(get_store().get_job, job_id)
     if job is None:
         return
     _send_event(self, url, {"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],

@@ -134,3 +134,41 @@ def test_a_job_picked_up_while_redis_restarts_starts_once_redis_is_back(tmp_path
         assert store.get_job(jid)["state"] == "SUCCEEDED"
     finally:
         stack.stop()
+
+
+def test_a_job_event_sent_while_redis_restarts_is_delivered_once_redis_is_back(tmp_path, monkeypatch):
+    """``shoal.deliver_webhook`` reads the job's state when it runs: with Redis away the read failed and
+    the task with it, without a retry, and the event was lost. It waits for Redis now."""
+    import json
+    import threading
+
+    from scripts.stack import Stack
+    from workers import tasks
+    from workers.config import Settings
+    from workers.store import Store
+
+    from .helpers import WebhookReceiver
+
+    stack = Stack(log_dir=tmp_path)
+    stack.env.pop("REDIS_URL", None)
+    stack.redis_url = None
+    stack.start_redis()
+    try:
+        store = Store.from_settings(Settings(redis_url=stack.redis_url, callback_allow_private=True))
+        monkeypatch.setattr(tasks, "_store", store)
+        did = store.put_dataset(np.zeros((3, 2)), name="outage")["id"]
+        jid = store.create_job(dataset_id=did, method="spectral", n_clusters=2, params={}, constraints={},
+                               random_state=0)["id"]
+        store.finish_job(jid, "CANCELLED")
+        with WebhookReceiver() as hook:
+            restarting = threading.Thread(target=restart_redis, args=(stack, 2))
+            restarting.start()
+            while store.ping():  # until it is down
+                time.sleep(0.01)
+            run = tasks.deliver_webhook.apply(args=[jid, hook.url])
+            restarting.join()
+            assert run.successful(), run.result
+            _, body = hook.wait(lambda e: e["job_id"] == jid, timeout=10)
+            assert json.loads(body)["type"] == "job.cancelled"
+    finally:
+        stack.stop()
