@@ -172,3 +172,36 @@ def test_a_job_event_sent_while_redis_restarts_is_delivered_once_redis_is_back(t
             assert json.loads(body)["type"] == "job.cancelled"
     finally:
         stack.stop()
+
+
+def test_a_worker_of_two_processes_survives_a_redis_restart_mid_job(tmp_path):
+    """A worker of two pool processes (the image's ``--concurrency 2``) running a task when Redis went
+    away exited: ``CRITICAL Unrecoverable error: AttributeError("'NoneType' object has no attribute
+    'hostname'")``, kombu's Redis channel closing after its transport was closed (its client gone)
+    and rebuilding a connection pool to give back the unacknowledged message; the AttributeError is not
+    a connection error, so the consumer did not retry, and the service had no worker left."""
+    from scripts.stack import Stack, wait_ready
+
+    stack = Stack(env=ENV, log_dir=tmp_path)
+    stack.env.pop("REDIS_URL", None)
+    stack.redis_url = None
+    try:
+        stack.start_redis()
+        stack.start_worker(concurrency=2)
+        base = stack.start_web(workers=1)
+        wait_ready(base, timeout=90)
+        store = _store(stack)
+        did = upload(base, np.random.default_rng(0).standard_normal((3000, 5)))
+        jid = submit(base, dataset_id=did, method="spectral", n_clusters=4).json()["id"]
+        deadline = time.monotonic() + 60
+        while store.get_job(jid)["state"] != "RUNNING":
+            assert time.monotonic() < deadline, "job never started"
+            time.sleep(0.02)
+        restart_redis(stack, down=1)
+        assert wait_done(base, jid, timeout=60)["state"] == "SUCCEEDED"
+        time.sleep(3)
+        assert stack.procs["worker1"].poll() is None, (tmp_path / "worker1.log").read_text()[-3000:]
+        nxt = submit(base, dataset_id=did, method="spectral", n_clusters=4).json()["id"]
+        assert wait_done(base, nxt, timeout=60)["state"] == "SUCCEEDED"
+    finally:
+        stack.stop()
