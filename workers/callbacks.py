@@ -10,6 +10,7 @@ resolves to a public address for the check and to a private one a moment later
 import ipaddress
 import re
 import socket
+import threading
 from urllib.parse import urlsplit
 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain")
@@ -182,6 +183,10 @@ def post_pinned(url, address, body, headers, *, timeout, ca_certs=None):
 
     The request carries the URL's own ``Host`` header, and for https the TLS
     server name and certificate check use the URL's host name, not the address.
+    Only the answer's status line and headers are read, within ``timeout``
+    seconds of the start: a receiver that dribbles them out a byte at a time
+    (each read under the timeout) is cut off, and its body, possibly endless,
+    is never read.
 
     Parameters
     ----------
@@ -194,7 +199,7 @@ def post_pinned(url, address, body, headers, *, timeout, ca_certs=None):
     headers : dict
         Extra request headers.
     timeout : float
-        Connect and read timeout, seconds.
+        Bound on the whole exchange (connect, TLS, request, status and headers), seconds.
     ca_certs : str or None
         CA bundle for https (default: certifi's).
 
@@ -206,9 +211,14 @@ def post_pinned(url, address, body, headers, *, timeout, ca_certs=None):
     Raises
     ------
     urllib3.exceptions.HTTPError
-        Connection, TLS or timeout failure.
+        Connection, TLS or protocol failure, or no answer within ``timeout``.
     """
+    import http.client
+    import ssl
+
     import urllib3
+    import urllib3.util.ssl_match_hostname
+    from urllib3.connection import HTTPConnection, HTTPSConnection
 
     parts = urlsplit(url)
     https = parts.scheme == "https"
@@ -221,14 +231,59 @@ def post_pinned(url, address, body, headers, *, timeout, ca_certs=None):
     if https:
         import certifi
 
-        pool = urllib3.HTTPSConnectionPool(address, port, timeout=timeout, retries=False, cert_reqs="CERT_REQUIRED",
-                                           ca_certs=ca_certs or certifi.where(), server_hostname=host,
-                                           assert_hostname=host)
+        conn = HTTPSConnection(address, port, timeout=timeout, cert_reqs="CERT_REQUIRED",
+                               ca_certs=ca_certs or certifi.where(), server_hostname=host, assert_hostname=host)
     else:
-        pool = urllib3.HTTPConnectionPool(address, port, timeout=timeout, retries=False)
+        conn = HTTPConnection(address, port, timeout=timeout)
+    deadline = _Deadline(conn, timeout)
     try:
-        resp = pool.urlopen("POST", path, body=body.encode(), headers={**headers, "Host": host_header},
-                            redirect=False, retries=False, assert_same_host=False)
-        return resp.status
+        conn.request("POST", path, body=body.encode(), headers={**headers, "Host": host_header},
+                     preload_content=False)
+        status = conn.getresponse().status
+    except urllib3.exceptions.HTTPError:
+        raise
+    except (ssl.CertificateError, urllib3.util.ssl_match_hostname.CertificateError) as exc:
+        raise urllib3.exceptions.SSLError(exc) from exc  # ValueErrors, but TLS failures (retried), as others
+    except (OSError, http.client.HTTPException) as exc:
+        if deadline.fired:
+            raise urllib3.exceptions.ReadTimeoutError(None, url, f"no answer within {timeout} s") from exc
+        raise urllib3.exceptions.ProtocolError(f"{type(exc).__name__}: {exc}", exc) from exc
     finally:
-        pool.close()
+        deadline.cancel()
+        conn.close()
+    if deadline.fired:  # cut off mid-headers: the end of the stream ended them, the answer is not whole
+        raise urllib3.exceptions.ReadTimeoutError(None, url, f"no whole answer within {timeout} s")
+    return status
+
+
+class _Deadline:
+    """Shut ``conn``'s socket down ``seconds`` from now, which ends whatever read or write waits on it."""
+
+    def __init__(self, conn, seconds):
+        self.conn, self.fired, self._cancelled = conn, False, False
+        self._lock = threading.Lock()
+        self._arm(seconds)
+
+    def _arm(self, seconds):
+        self._timer = threading.Timer(seconds, self._cut)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _cut(self):
+        with self._lock:
+            if self._cancelled:
+                return
+            sock = self.conn.sock
+            if sock is None:  # not connected yet (the connect has its own timeout): look again shortly
+                self._arm(0.05)
+                return
+            self.fired = True
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+
+    def cancel(self):
+        with self._lock:
+            self._cancelled = True
+            self._timer.cancel()

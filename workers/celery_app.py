@@ -58,6 +58,41 @@ def make_celery(settings=None):
     return app
 
 
+def tolerate_closed_broker_transport():
+    """Make kombu's Redis channels treat a transport already closed as a lost connection.
+
+    On a connection loss Celery's consumer collects the broker connection
+    (closing its transport: the transport's ``client`` becomes None) and then
+    closes it; a channel closed only then gives back its unacknowledged
+    messages, rebuilding a connection pool from the transport's client, and
+    raised ``AttributeError: 'NoneType' object has no attribute 'hostname'``.
+    That is no connection error, so instead of reconnecting the worker
+    stopped ("Unrecoverable error"): with two pool processes (the image's
+    ``--concurrency 2``) every Redis restart while a task ran left the
+    deployment without that worker. Raised as ``redis.ConnectionError``, it is
+    what kombu ignores on such a close: the messages stay unacknowledged in
+    Redis (their task finishes; the broker's sweep gives back those it did
+    not, after ``visibility_timeout``) and the consumer reconnects. Seen with
+    kombu 5.7 (``Channel._connparams``); other versions are left alone if
+    they lack it. Idempotent.
+    """
+    import redis
+    from kombu.transport import redis as kombu_redis
+
+    original = getattr(kombu_redis.Channel, "_connparams", None)
+    if original is None or getattr(original, "shoal_tolerant", False):
+        return
+
+    def _connparams(self, *args, **kwargs):
+        if getattr(self.connection, "client", None) is None:
+            raise redis.exceptions.ConnectionError("the broker connection was closed")
+        return original(self, *args, **kwargs)
+
+    _connparams.shoal_tolerant = True
+    kombu_redis.Channel._connparams = _connparams
+
+
+tolerate_closed_broker_transport()
 app = make_celery()
 
 

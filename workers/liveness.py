@@ -38,6 +38,7 @@ longer holds the slot (:class:`workers.session_store.PassSuperseded`).
 import logging
 import os
 import socket
+import time
 import uuid
 
 from . import stats
@@ -50,6 +51,10 @@ log = logging.getLogger(__name__)
 WORKER_NAME_ENV = "SHOAL_WORKER_NAME"
 
 WORKERS = f"{PREFIX}workers"
+
+#: Seconds after its creation a job whose first task was not sent counts as abandoned by its request
+#: (:func:`dispatch_unsent_jobs`): longer than gunicorn lets a request run (``service.gunicorn_conf``, 120 s).
+UNSENT_GRACE = 180
 
 
 def running_key(name):
@@ -174,7 +179,50 @@ def beat(store, name):
             continue  # another live worker is recovering it
         recovered += recover_worker(store, lost)
         store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
-    return recovered
+    return recovered + dispatch_unsent_jobs(store)
+
+
+def dispatch_unsent_jobs(store, grace=UNSENT_GRACE):
+    """Send the task of each job whose creating request died before sending it.
+
+    ``POST /v1/jobs`` writes the job (:meth:`workers.store.Store.create_job`)
+    and then sends its task: a gunicorn worker killed in between (a new
+    worker's first send also opens the broker connection) left the job QUEUED
+    with no task, never to run, never to expire, holding its dataset. A job
+    still listed as unsent ``grace`` seconds after its creation is
+    dispatched to a new task, by one live worker (each entry is taken off the
+    list by one ``ZREM``).
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    grace : float, seconds
+
+    Returns
+    -------
+    list of str
+        ``"job:{id}"`` of the jobs sent.
+    """
+    from .store import UNSENT
+    from .submit import send_job
+
+    out = []
+    for raw in store.r.zrangebyscore(UNSENT, "-inf", time.time() - grace, start=0, num=100):
+        jid = raw.decode()
+        if not store.r.zrem(UNSENT, jid):
+            continue  # another live worker took it
+        new = uuid.uuid4().hex
+        if not store.dispatch_unsent(jid, new):
+            continue  # started, ended or gone meanwhile
+        try:
+            send_job(store.settings, jid, new)
+        except Exception:  # noqa: BLE001 - the next beat tries again
+            store.r.zadd(UNSENT, {jid: 0})
+            log.warning("job %s: unsent task not sent", jid, exc_info=True)
+            continue
+        log.warning("job %s: its request never sent its task; sent as %s", jid, new)
+        out.append(f"job:{jid}")
+    return out
 
 
 #: A lost worker (ARGV[1]) leaves the heartbeat set (KEYS[1]) once its running hash (KEYS[2]) is empty

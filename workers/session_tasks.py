@@ -11,6 +11,7 @@ import uuid
 from collections import Counter, OrderedDict
 
 import numpy as np
+from celery.exceptions import TimeLimitExceeded
 
 from clustering._active_dcrc import ActiveDCRC
 from clustering._crowd import majority_vote
@@ -22,7 +23,7 @@ from .celery_app import app
 from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .records import problem, utcnow_iso
-from .tasks import _label_codes, deliver_session_webhook, get_store, zscore
+from .tasks import _label_codes, deliver_session_webhook, get_store, through_outage, zscore
 
 log = logging.getLogger(__name__)
 
@@ -310,69 +311,126 @@ def _notify(sid, url, state, revision):
         log.exception("session %s: webhook event not queued", sid)
 
 
-@app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True)
+def _end_pass_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
+    """``on_failure`` of :func:`session_update`: a pass whose process the hard time limit killed
+    fails the session, as a pass failing in its process does.
+
+    Celery calls it in the worker's main process after killing the pool
+    process, and acknowledges the message. The pass had committed nothing;
+    it held the session's slot until the slot expired, a minute later, with
+    nothing queued: a new session stayed INITIALIZING, "re-clustering ...
+    is running", for good. Now the session is FAILED with the error, the
+    pass is counted and announced, and the slot goes to the pass pending
+    answers need, or is freed. Nothing is done unless the task still holds
+    the slot; other failures are the task's own to handle.
+
+    Parameters
+    ----------
+    task : celery.Task
+    exc : Exception
+    task_id : str
+        The task, which held the slot.
+    args : list
+        ``[session_id]``.
+    kwargs, einfo
+        Unused.
+    """
+    if not isinstance(exc, TimeLimitExceeded):
+        return
+    sid = args[0]
+    try:
+        ss = SessionStore(get_store())
+        liveness.untrack(ss.r, liveness.current_worker_name(), f"session:{sid}", task_id)
+        rec = ss.get(sid)
+        if rec is None or not ss.holds_update(sid, task_id):
+            return
+        limit = ss.settings.hard_time_limit
+        outcome = _fail_pass(ss, sid, rec, f"TimeLimitExceeded: the pass ran longer than {limit} s")
+        _close_pass(ss, sid, task_id, rec, outcome, float(limit))
+    except Exception:  # noqa: BLE001 - never into the pool's timeout handling
+        log.exception("session %s: pass %s not ended after its hard time limit", sid, task_id)
+
+
+@app.task(name="shoal.session_update", bind=True, acks_late=True, reject_on_worker_lost=True,
+          on_failure=_end_pass_at_hard_limit)
 def session_update(self, sid):
     """Bring a session's model and question pool up to date: one pass (coalesced).
 
     Runs only as the task holding the session's slot (or, the slot having
     expired, taking it); answers that arrived during the pass are handled by
     a next task, enqueued here, so each task's time limits bound one pass.
+    While Redis cannot be reached the task waits for it
+    (:func:`workers.tasks.through_outage`), and a pass that Redis left
+    midway is run again (it commits all or nothing); a task that ended
+    there kept the slot for ``hard_time_limit`` with no pass queued.
     """
     store = get_store()
     ss = SessionStore(store)
     token = self.request.id or uuid.uuid4().hex
-    if not ss.claim_update(sid, token):
+    if not through_outage(ss.claim_update, sid, token):
         return  # another task holds the slot: it runs the pass these answers need
     worker, unit = liveness.current_worker_name(), f"session:{sid}"
-    liveness.track(ss.r, worker, unit, token)  # if this worker is lost, a live one resumes the pass
+    through_outage(liveness.track, ss.r, worker, unit, token)  # if this worker is lost, a live one resumes the pass
     try:
         _run_pass(store, ss, sid, token)
     finally:
-        liveness.untrack(ss.r, worker, unit, token)
+        through_outage(liveness.untrack, ss.r, worker, unit, token)
 
 
 def _run_pass(store, ss, sid, token):
     """The body of :func:`session_update`, run as task ``token`` holding the slot."""
-    rec = ss.get(sid)
+    rec = through_outage(ss.get, sid)
     if rec is None:
-        ss.finish_update(sid, token)
+        through_outage(ss.finish_update, sid, token)
         return
     failure, started = None, time.monotonic()
     try:
-        outcome = update_once(store, ss, sid, token)
+        # a pass Redis left midway is done again from the start: it commits all or nothing (commit_pass)
+        outcome = through_outage(update_once, store, ss, sid, token)
     except PassSuperseded:  # the pass that has the slot now redoes this one's work, and ends it
         log.warning("session %s: pass %s superseded (its worker was taken for lost)", sid, token)
-        if not ss.exists(sid):
-            ss.delete(sid)
+        if not through_outage(ss.exists, sid):
+            through_outage(ss.delete, sid)
         return
     except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
         failure = exc
-    if not ss.exists(sid):  # deleted during the pass: drop what the pass wrote back, no event
-        ss.delete(sid)
+    if not through_outage(ss.exists, sid):  # deleted during the pass: drop what the pass wrote back, no event
+        through_outage(ss.delete, sid)
         return
     if failure is not None:
         log.error("session %s update failed", sid, exc_info=failure)
-        ss.update(sid, state="FAILED", pass_started_at=None,
-                  error=problem("session_update_failed", "Re-clustering failed", 500,
-                                f"{type(failure).__name__}: {failure}"))
-        outcome = ("FAILED", rec["observed_revision"])  # the last good model's
-    ss.count_pass(outcome[0], time.monotonic() - started)
+        outcome = _fail_pass(ss, sid, rec, f"{type(failure).__name__}: {failure}")
+    _close_pass(ss, sid, token, rec, outcome, time.monotonic() - started)
+
+
+def _fail_pass(ss, sid, rec, detail):
+    """Leave the session FAILED by a pass that failed (``detail`` says why); returns the pass's
+    outcome, ``("FAILED", observed_revision)``: the last good model's."""
+    through_outage(ss.update, sid, state="FAILED", pass_started_at=None,
+                   error=problem("session_update_failed", "Re-clustering failed", 500, detail))
+    return "FAILED", rec["observed_revision"]
+
+
+def _close_pass(ss, sid, token, rec, outcome, seconds):
+    """Count and announce the pass of task ``token``, which ended in ``outcome`` (state, observed
+    revision) after ``seconds``; then hand its slot to the pass pending answers need, or free it."""
+    through_outage(ss.count_pass, outcome[0], seconds)
     _notify(sid, rec.get("callback_url"), *outcome)
-    if ss.take_pending(sid):
+    if through_outage(ss.take_pending, sid):
         _next_pass(ss, sid, token)
         return
-    ss.finish_update(sid, token)
+    through_outage(ss.finish_update, sid, token)
     # Answers that arrived between the check and the release set the flag
     # while the slot was still ours: take the slot back for one more pass.
     new = uuid.uuid4().hex
-    if ss.take_pending(sid) and ss.acquire_update(sid, new):
+    if through_outage(ss.take_pending, sid) and through_outage(ss.acquire_update, sid, new):
         _enqueue_pass(ss, sid, new)
 
 
 def _next_pass(ss, sid, token):
     """Hand the slot of task ``token`` to a new task and enqueue it."""
     new = uuid.uuid4().hex
-    if ss.hand_over_update(sid, token, new):
+    if through_outage(ss.hand_over_update, sid, token, new):
         _enqueue_pass(ss, sid, new)
 
 
@@ -383,4 +441,4 @@ def _enqueue_pass(ss, sid, token):
         session_update.apply_async(args=[sid], task_id=token)
     except Exception:  # noqa: BLE001
         log.exception("session %s: next pass not queued", sid)
-        ss.finish_update(sid, token)
+        through_outage(ss.finish_update, sid, token)

@@ -17,6 +17,7 @@ Layout (all keys prefixed ``shoal:``)::
     job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
     job:{id}:cancel       flag   cooperative cancellation request
     jobs                  zset   job ids by creation time (listing, pagination)
+    jobs:unsent           zset   job id -> creation time, until its first task is sent (workers.liveness)
     workers               zset   worker name -> heartbeat expiry (Redis server time, s)
     worker:{name}:running hash   "job:{id}" / "session:{id}" -> task id (workers.liveness)
     worker:{name}:recovery str   the live worker recovering lost worker {name} (workers.liveness)
@@ -44,6 +45,8 @@ from .records import decode_record, decode_token, dumps, encode_token, new_id, p
 StoreError = redis.RedisError
 
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
+#: Jobs whose first task was not sent yet: id -> creation time (:meth:`Store.mark_sent`).
+UNSENT = f"{PREFIX}jobs:unsent"
 ACTIVE = ("QUEUED", "RUNNING")
 #: How long an Idempotency-Key claim holds while its request runs (s): longer than gunicorn lets any
 #: request run (``service.gunicorn_conf.timeout``, 120 s), so the key never frees under a live request.
@@ -159,6 +162,9 @@ class Store(DatasetStoreMixin):
         model after the dataset is deleted.
         Raises :class:`DatasetGone` when the dataset no longer exists (the
         record is written in :meth:`on_dataset`'s transaction).
+        The job is listed as unsent until :meth:`mark_sent`: should the
+        caller die before sending its task, a live worker sends it
+        (:func:`workers.liveness.dispatch_unsent_jobs`).
         """
         jid = new_id("job")
         now = time.time()
@@ -199,6 +205,7 @@ class Store(DatasetStoreMixin):
             if model is not None:
                 pipe.set(f"{key}:model", model, ex=self.settings.job_ttl)
             pipe.zadd(f"{PREFIX}jobs", {jid: now})
+            pipe.zadd(UNSENT, {jid: now})
             self.add_dataset_user(pipe, dataset_id, "job", jid)
             stats.job_submitted(pipe, method)
 
@@ -207,6 +214,32 @@ class Store(DatasetStoreMixin):
 
     def _read(self, jid):
         return decode_record(self.r.hgetall(f"{PREFIX}job:{jid}"))
+
+    def mark_sent(self, jid):
+        """Note that job ``jid``'s first task was sent (it leaves :data:`UNSENT`)."""
+        self.r.zrem(UNSENT, jid)
+
+    def dispatch_unsent(self, jid, new_task_id):
+        """Dispatch a job whose first task was never sent to task ``new_task_id``.
+
+        Parameters
+        ----------
+        jid : str
+        new_task_id : str
+            The task the caller sends next.
+
+        Returns
+        -------
+        bool
+            True if the job was still QUEUED, never started (no attempt) and
+            never re-dispatched, and now names ``new_task_id`` as its
+            ``dispatch`` (a task of the old id, should its request have sent
+            one after all, is dropped by :meth:`start_job`); False if it moved on.
+        """
+        def never_started(before):
+            return int(before.get("attempts", 0)) == 0 and before.get("dispatch") in (jid, None)
+
+        return self._transition(jid, ("QUEUED",), {"dispatch": new_task_id}, expect=never_started) is not None
 
     def get_job(self, jid):
         """The job record, or None if unknown or expired.
@@ -465,8 +498,26 @@ class Store(DatasetStoreMixin):
             "progress": {"fraction": float(min(max(fraction, 0.0), 1.0)), "stage": stage, "message": message}
         })
 
-    def finish_job(self, jid, state, *, error=None):
-        """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL."""
+    def finish_job(self, jid, state, *, error=None, task_id=None):
+        """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL.
+
+        Parameters
+        ----------
+        jid : str
+        state : {"SUCCEEDED", "FAILED", "CANCELLED"}
+        error : dict or None
+            The problem object of a failure.
+        task_id : str, optional
+            End the job only if it is dispatched to this Celery task (or its
+            record predates ``dispatch``): a job re-dispatched to another task
+            (:meth:`requeue_lost_job`) is that task's to end. None: not checked.
+
+        Returns
+        -------
+        dict or None
+            The ended record; None if the job is unknown, already ended, or
+            dispatched to another task.
+        """
         assert state in TERMINAL
         now = time.time()
         updates = {"state": state, "finished_at": utcnow_iso(now), "error": error}
@@ -476,16 +527,15 @@ class Store(DatasetStoreMixin):
         def also(pipe, before):
             stats.job_finished(pipe, before, state, now)
             liveness.untrack(pipe, before.get("worker"), f"job:{jid}")
-
-        rec = self._transition(jid, ACTIVE, updates, also=also)
-        if rec is not None:
-            ttl = self.settings.job_ttl
+            pipe.zrem(UNSENT, jid)
+            # in the same transaction: a caller that retries after losing the reply (workers.tasks.through_outage)
+            # finds the job ended, and its keys must not be left without their expiry
             key = f"{PREFIX}job:{jid}"
-            pipe = self.r.pipeline()
             for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel", f"{key}:model"):
-                pipe.expire(k, ttl)
-            pipe.execute()
-        return rec
+                pipe.expire(k, self.settings.job_ttl)
+
+        expect = None if task_id is None else (lambda before: before.get("dispatch") in (task_id, None))
+        return self._transition(jid, ACTIVE, updates, also=also, expect=expect)
 
     def announce_end(self, rec):
         """Queue the ``job.<state>`` event of a job no worker will report.
@@ -536,6 +586,7 @@ class Store(DatasetStoreMixin):
             pipe.multi()
             pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model")))
             pipe.zrem(f"{PREFIX}jobs", jid)
+            pipe.zrem(UNSENT, jid)
             pipe.srem(f"{PREFIX}dataset:{did}:users", f"job:{jid}")
             return "deleted", did if kind == "predict" else None
 

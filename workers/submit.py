@@ -64,7 +64,9 @@ def submit_job(store, **job):
     """Create a QUEUED job and enqueue ``shoal.run_job``; returns the record.
 
     If the broker cannot be reached the job is marked FAILED and the Redis
-    error propagates (the service answers 503).
+    error propagates (the service answers 503). Should the caller die
+    between the two steps, a live worker sends the task later
+    (:func:`workers.liveness.dispatch_unsent_jobs`).
     """
     rec = store.create_job(**job)
     try:
@@ -76,6 +78,10 @@ def submit_job(store, **job):
         store.finish_job(rec["id"], "FAILED", error=problem(
             "queue_unavailable", "Queue unavailable", 503, "the job could not be enqueued"))
         raise
+    try:
+        store.mark_sent(rec["id"])
+    except Exception:  # noqa: BLE001 - queued all the same: the sweep re-dispatches it, its first task is dropped
+        log.warning("job %s: sent, but not marked sent", rec["id"], exc_info=True)
     return rec
 
 

@@ -9,8 +9,9 @@ import time
 import uuid
 
 import numpy as np
+import redis
 import scipy.sparse as sp
-from celery.exceptions import SoftTimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
@@ -41,19 +42,82 @@ class JobCancelled(Exception):
     """Raised from the progress callback when a client cancelled the job."""
 
 
+#: Redis not answering (restarting, loading its data, failing over, unreachable); ``BusyLoadingError``
+#: is a ``ConnectionError``.
+REDIS_DOWN = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)
+
+
+def through_outage(call, *args, **kwargs):
+    """``call(*args, **kwargs)``, tried again until Redis answers.
+
+    A job's inputs, result and end live in Redis, which is also the broker:
+    while it is away nothing else can happen, and a job whose end is not
+    written stays RUNNING under a live worker, which no other worker takes
+    over, for ``hard_time_limit + visibility_timeout``. So the task waits for
+    Redis (doubling pauses up to 5 s) instead of failing; the task's time
+    limits bound the wait (a soft limit reached in it ends the task with
+    the job's end unwritten, as before).
+
+    Parameters
+    ----------
+    call : callable
+        A store method.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    object
+        What ``call`` returns.
+    """
+    pause = 0.1
+    while True:
+        try:
+            return call(*args, **kwargs)
+        except REDIS_DOWN as exc:
+            log.warning("Redis unreachable (%s): %s again in %.1f s", exc, getattr(call, "__name__", call), pause)
+            time.sleep(pause)
+            pause = min(2 * pause, 5.0)
+
+
+def report_progress(store, job_id, fraction, stage):
+    """:meth:`Store.set_progress`, skipped (logged) while Redis is unreachable: the job goes on.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    job_id : str
+    fraction : float
+    stage : str
+    """
+    try:
+        store.set_progress(job_id, fraction, stage)
+    except REDIS_DOWN as exc:
+        log.warning("job %s: progress not reported, Redis unreachable: %s", job_id, exc)
+
+
 def make_callback(store, job_id, interval):
-    """``callback(stage, fraction)`` for estimators: throttled progress + cancellation."""
+    """``callback(stage, fraction)`` for estimators: throttled progress + cancellation.
+
+    Both are best effort while Redis is unreachable: the fit goes on, and a
+    later call reports and checks again (a failed progress write used to
+    fail the job, and then the job's end could not be written either).
+    """
     state = {"last": 0.0, "last_cancel_check": 0.0}
 
     def callback(stage, fraction):
         now = time.monotonic()
         if now - state["last_cancel_check"] >= 0.2:
             state["last_cancel_check"] = now
-            if store.cancel_requested(job_id):
+            try:
+                cancelled = store.cancel_requested(job_id)
+            except REDIS_DOWN:
+                cancelled = False
+            if cancelled:
                 raise JobCancelled(job_id)
         if now - state["last"] >= interval:
             state["last"] = now
-            store.set_progress(job_id, 0.05 + 0.9 * float(fraction), str(stage))
+            report_progress(store, job_id, 0.05 + 0.9 * float(fraction), str(stage))
 
     return callback
 
@@ -192,38 +256,88 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
     return result
 
 
-@app.task(name="shoal.run_job", bind=True, acks_late=True, reject_on_worker_lost=True)
+def time_limit_error(settings):
+    """The problem object of a job that ran past its soft time limit.
+
+    Parameters
+    ----------
+    settings : workers.config.Settings
+
+    Returns
+    -------
+    dict
+    """
+    return problem("time_limit", "Time limit exceeded", 500,
+                   f"the job ran longer than {settings.soft_time_limit} s")
+
+
+def _end_job_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
+    """``on_failure`` of :func:`run_job`: a job whose process the hard time limit killed is FAILED.
+
+    Celery calls it in the worker's main process after killing the pool
+    process (a call deaf to the soft limit's exception ran past the hard
+    limit, or the soft limit's handling did), and acknowledges the message.
+    Nothing else ended the job: it stayed RUNNING, its live worker naming
+    it, until a read failed it as ``worker_lost`` (``visibility_timeout``
+    after). Only the task the record dispatches to ends it; its
+    ``job.failed`` event is queued (:meth:`Store.announce_end`). Other
+    failures are the task's own to report (it ends every job it runs).
+
+    Parameters
+    ----------
+    task : celery.Task
+    exc : Exception
+    task_id : str
+    args : list
+        ``[job_id]``.
+    kwargs, einfo
+        Unused.
+    """
+    if not isinstance(exc, TimeLimitExceeded):
+        return
+    try:
+        store = get_store()
+        store.announce_end(store.finish_job(args[0], "FAILED", error=time_limit_error(store.settings),
+                                            task_id=task_id))
+    except Exception:  # noqa: BLE001 - never into the pool's timeout handling
+        log.exception("job %s: not ended after its hard time limit", args[0] if args else None)
+
+
+@app.task(name="shoal.run_job", bind=True, acks_late=True, reject_on_worker_lost=True,
+          on_failure=_end_job_at_hard_limit)
 def run_job(self, job_id):
     """Run one clustering job by id; the job record ends in a terminal state."""
     store = get_store()
-    job = store.start_job(job_id, task_id=self.request.id, worker=liveness.current_worker_name())
+    # a retry after a lost reply finds the job started by this task: it counts one more attempt, and runs it
+    job = through_outage(store.start_job, job_id, task_id=self.request.id, worker=liveness.current_worker_name())
     if job is None:
         return  # unknown, finished, cancelled, attempts exhausted, or re-dispatched to another task
     callback_url = job.get("callback_url")
+    if job.get("kind") == "predict":
+        final = run_predict(store, job)
+        if final is not None and callback_url:
+            deliver_webhook.delay(job_id, callback_url)
+        return
+    state, error = "SUCCEEDED", None
     try:
-        if job.get("kind") == "predict":
-            final = run_predict(store, job)
-            if final is not None and callback_url:
-                deliver_webhook.delay(job_id, callback_url)
-            return
-        data = store.load_dataset(job["dataset_id"])
+        data = through_outage(store.load_dataset, job["dataset_id"])
         if data is None:
             raise LookupError(f"dataset {job['dataset_id']} no longer exists")
         X_raw, labels_true, item_ids = data
         X = zscore(X_raw) if job.get("scale") == "zscore" else X_raw
-        spec = store.get_job_spec(job_id) or {}
+        spec = through_outage(store.get_job_spec, job_id) or {}
         callback = make_callback(store, job_id, store.settings.progress_interval)
         estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=job["params"],
                                    random_state=job["random_state"], callback=callback,
                                    on_conflict=job.get("on_conflict", "keep"))
         kwargs = registry.fit_kwargs(job["method"], spec.get("constraints"))
-        store.set_progress(job_id, 0.05, "fitting")
+        report_progress(store, job_id, 0.05, "fitting")
         t0 = time.perf_counter()
         estimator.fit(X, **kwargs)
         fit_seconds = time.perf_counter() - t0
-        if store.cancel_requested(job_id):
+        if through_outage(store.cancel_requested, job_id):
             raise JobCancelled(job_id)
-        store.set_progress(job_id, 0.97, "saving")
+        report_progress(store, job_id, 0.97, "saving")
         queued = job["started_ts"] - job["created_ts"]
         result = build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, queued)
         matrix, factor = registry.learned_matrix(job["method"], estimator)
@@ -231,31 +345,26 @@ def run_job(self, job_id):
             matrix = top_k_rows(matrix, STORED_TOP_K)
         elif factor is not None:
             matrix = top_k_rows_from_factor(factor, STORED_TOP_K)
-        store.save_result(job_id, result, matrix)
-        state = registry.model_state(job["method"], estimator)
-        if state is not None:
+        through_outage(store.save_result, job_id, result, matrix)
+        model = registry.model_state(job["method"], estimator)
+        if model is not None:
             if job.get("scale") == "zscore":
                 mean, std = zscore_stats(X_raw)
-                state["_scale"] = {"mean": mean.tolist(), "std": std.tolist()}
-            store.save_model_state(job_id, state)
-        final = store.finish_job(job_id, "SUCCEEDED")
+                model["_scale"] = {"mean": mean.tolist(), "std": std.tolist()}
+            through_outage(store.save_model_state, job_id, model)
     except JobCancelled:
-        final = store.finish_job(job_id, "CANCELLED")
+        state = "CANCELLED"
     except SoftTimeLimitExceeded:
-        final = store.finish_job(job_id, "FAILED", error=problem(
-            "time_limit", "Time limit exceeded", 500,
-            f"the job ran longer than {store.settings.soft_time_limit} s"))
+        state, error = "FAILED", time_limit_error(store.settings)
     except InfeasibleConstraintsError as exc:
-        final = store.finish_job(job_id, "FAILED", error=problem(
-            "infeasible_constraints", "Constraints cannot be satisfied", 422, str(exc),
-            conflicts=exc.conflicts))
+        state, error = "FAILED", problem("infeasible_constraints", "Constraints cannot be satisfied", 422,
+                                         str(exc), conflicts=exc.conflicts)
     except (InvalidInputError, LookupError) as exc:
-        final = store.finish_job(job_id, "FAILED", error=problem(
-            "invalid_job", "Job input is not usable", 422, str(exc)))
+        state, error = "FAILED", problem("invalid_job", "Job input is not usable", 422, str(exc))
     except Exception as exc:  # noqa: BLE001 - every failure must end the job
         log.exception("job %s failed", job_id)
-        final = store.finish_job(job_id, "FAILED", error=problem(
-            "internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}"))
+        state, error = "FAILED", problem("internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}")
+    final = through_outage(store.finish_job, job_id, state, error=error)
     if final is not None and callback_url:
         deliver_webhook.delay(job_id, callback_url)
 
@@ -269,15 +378,15 @@ def run_predict(store, job):
     """
     job_id = job["id"]
     try:
-        state = store.get_model_state(job_id)
-        data = store.load_dataset(job["dataset_id"])
-        if state is None or data is None:
+        model = through_outage(store.get_model_state, job_id)
+        data = through_outage(store.load_dataset, job["dataset_id"])
+        if model is None or data is None:
             raise LookupError("the model or the rows to predict have expired")
         X = data[0]
-        scale = state.pop("_scale", None)
+        scale = model.pop("_scale", None)
         if scale is not None:
             X = zscore(X, scale["mean"], scale["std"])
-        est = registry.restore(job["method"], job["params"], state)
+        est = registry.restore(job["method"], job["params"], model)
         t0 = time.perf_counter()
         proba = est.predict_proba(X)
         bad = ~np.isfinite(proba).all(axis=1)
@@ -293,15 +402,14 @@ def run_predict(store, job):
                   "timings": {"fit_seconds": time.perf_counter() - t0,
                               "queued_seconds": job["started_ts"] - job["created_ts"]},
                   "diagnostics": {}, "extras": {"probabilities": np.round(proba, 6).tolist()}}
-        store.save_result(job_id, result)
-        return store.finish_job(job_id, "SUCCEEDED")
+        through_outage(store.save_result, job_id, result)
+        state, error = "SUCCEEDED", None
     except InvalidInputError as exc:  # rows the model cannot score (e.g. inf once z-scored)
-        return store.finish_job(job_id, "FAILED", error=problem(
-            "invalid_job", "Job input is not usable", 422, str(exc)))
+        state, error = "FAILED", problem("invalid_job", "Job input is not usable", 422, str(exc))
     except Exception as exc:  # noqa: BLE001
         log.exception("predict job %s failed", job_id)
-        return store.finish_job(job_id, "FAILED", error=problem(
-            "predict_failed", "Prediction failed", 500, f"{type(exc).__name__}: {exc}"))
+        state, error = "FAILED", problem("predict_failed", "Prediction failed", 500, f"{type(exc).__name__}: {exc}")
+    return through_outage(store.finish_job, job_id, state, error=error)
 
 
 def sign_webhook(secret, msg_id, timestamp, body):
@@ -315,9 +423,12 @@ def deliver_webhook(self, job_id, url):
     """POST a thin event to the job's ``callback_url``; retried with backoff.
 
     ``result_url`` is null unless the job SUCCEEDED, as in the job's own view:
-    a FAILED or CANCELLED job has no result (its URL answers 409).
+    a FAILED or CANCELLED job has no result (its URL answers 409). The job's
+    state is read when the event is sent, waiting for Redis if it is away
+    (:func:`through_outage`: the task failed, without a retry, and the event
+    was lost).
     """
-    job = get_store().get_job(job_id)
+    job = through_outage(get_store().get_job, job_id)
     if job is None:
         return
     result_url = f"/v1/jobs/{job_id}/result" if job["state"] == "SUCCEEDED" else None

@@ -212,3 +212,61 @@ def test_pinned_https_post_checks_the_certificate_against_the_host_name(fake_dns
 @pytest.mark.parametrize("literal", ["64:ff9b::5db8:d822", "2606:4700::1", "2002:5db8:d822::"])
 def test_public_ipv6_including_forms_carrying_a_public_ipv4_pass(fake_dns, literal):
     assert pinned_address(f"http://[{literal}]/x", allow_private=False) == literal
+
+
+def _dribbling_receiver(head, *, seconds=15.0):
+    """A receiver that reads the request, sends ``head`` and then one byte every 0.2 s for ``seconds``
+    (a header line that never ends, or a body that never ends); returns its port and a stop event."""
+    import time
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    stop = threading.Event()
+
+    def run():
+        conn, _ = listener.accept()
+        with conn, listener:
+            conn.recv(65536)
+            conn.sendall(head)
+            end = time.monotonic() + seconds
+            while not stop.is_set() and time.monotonic() < end:
+                try:
+                    conn.sendall(b"x")
+                except OSError:  # the sender hung up
+                    return
+                stop.wait(0.2)
+
+    threading.Thread(target=run, daemon=True).start()
+    return listener.getsockname()[1], stop
+
+
+def test_a_receiver_dribbling_its_answer_cannot_hold_the_worker_past_the_timeout():
+    """Each read waits at most ``timeout``, but a receiver sending a byte of its header every 0.2 s held
+    the POST (and the worker process, which also runs session passes) until it stopped: 50 s at
+    timeout=2, and up to the task's hard time limit in production. The whole exchange is bounded."""
+    import time
+
+    port, stop = _dribbling_receiver(b"HTTP/1.1 200 OK\r\nX-Slow: ")
+    t0 = time.monotonic()
+    try:
+        with pytest.raises(urllib3.exceptions.HTTPError):
+            post_pinned(f"http://127.0.0.1:{port}/hook", "127.0.0.1", "{}", {"webhook-id": "m5"}, timeout=1)
+    finally:
+        stop.set()
+    assert time.monotonic() - t0 < 3
+
+
+def test_the_answer_body_is_not_read():
+    """Only the status counts: a 200 followed by an endless body used to be read whole into memory
+    (a receiver streaming one took a worker past 19 GiB in 30 s), and a slow one held the worker."""
+    import time
+
+    port, stop = _dribbling_receiver(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\n")
+    t0 = time.monotonic()
+    try:
+        assert post_pinned(f"http://127.0.0.1:{port}/hook", "127.0.0.1", "{}", {"webhook-id": "m6"},
+                           timeout=1) == 200
+    finally:
+        stop.set()
+    assert time.monotonic() - t0 < 3

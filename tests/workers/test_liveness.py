@@ -19,12 +19,13 @@ from workers.store import Store
 
 @pytest.fixture()
 def lstore(store):
-    """The store with fast liveness settings and empty worker registry and queues."""
+    """The store with fast liveness settings and empty worker registry, queues and list of unsent jobs
+    (the jobs other tests create without sending a task would be sent by these tests' beats)."""
     s = Store(store.r, replace(store.settings, worker_heartbeat_ttl=1.0, worker_lost_after=2.0))
-    for key in ("shoal:workers", *s.settings.queues.values()):
+    for key in ("shoal:workers", "shoal:jobs:unsent", *s.settings.queues.values()):
         store.r.delete(key)
     yield s
-    for key in ("shoal:workers", *s.settings.queues.values()):
+    for key in ("shoal:workers", "shoal:jobs:unsent", *s.settings.queues.values()):
         store.r.delete(key)
 
 
@@ -399,3 +400,22 @@ def test_the_late_one_of_two_runs_leaves_no_result_behind(lstore):
     lstore.save_result(jid, {"labels": [1, 1, 0]}, sp.identity(3))
     lstore.save_model_state(jid, {"w": 2})
     assert not any(lstore.r.exists(f"{key}:{part}") for part in ("result", "affinity", "model"))
+
+
+def test_a_job_whose_first_task_was_never_sent_is_sent_once_its_grace_has_passed(lstore):
+    """``POST /v1/jobs`` killed between the record and the task: after ``UNSENT_GRACE`` one live worker
+    dispatches the job to a new task; a job its request did send, or that started, is left alone."""
+    jid, sent, started = _job(lstore), _job(lstore), _job(lstore)
+    lstore.mark_sent(sent)
+    assert lstore.start_job(started, task_id=started)["state"] == "RUNNING"
+    assert _beat(lstore, "alive:2") == []  # within the grace: the request may still send it
+    old = liveness.time.time() - liveness.UNSENT_GRACE - 1
+    assert lstore.r.zscore("shoal:jobs:unsent", sent) is None
+    lstore.r.zadd("shoal:jobs:unsent", {jid: old, started: old})  # as they are once the grace has passed
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
+    assert _beat(lstore, "alive:3") == []  # once
+    [(task, task_id, arg)] = _sent(lstore, "long")
+    assert (task, arg) == ("shoal.run_job", [jid]) and lstore.get_job(jid)["dispatch"] == task_id != jid
+    assert lstore.start_job(jid, task_id=jid) is None  # the first task, should it come after all, is dropped
+    assert lstore.start_job(jid, task_id=task_id)["state"] == "RUNNING"
+    assert lstore.r.zcard("shoal:jobs:unsent") == 0
