@@ -120,9 +120,10 @@ def signature_ok(headers, body, secret=b"test-secret"):
 
 
 @contextmanager
-def own_stack(env, log_dir, *, web_workers=2):
+def own_stack(env, log_dir, *, web_workers=2, concurrency=1):
     """A stack of its own for a test that changes timings: a fresh Redis (not the session's), one
-    Celery worker and gunicorn, every process with the settings ``env``; yields ``(stack, base_url)``."""
+    Celery worker of ``concurrency`` pool processes and gunicorn, every process with the settings
+    ``env``; yields ``(stack, base_url)``."""
     from scripts.stack import Stack, wait_ready
 
     st = Stack(env=env, log_dir=log_dir)
@@ -130,7 +131,7 @@ def own_stack(env, log_dir, *, web_workers=2):
     st.redis_url = None
     try:
         st.start_redis()
-        st.start_worker(concurrency=1)
+        st.start_worker(concurrency=concurrency)
         base = st.start_web(workers=web_workers)
         wait_ready(base, timeout=90)
         yield st, base

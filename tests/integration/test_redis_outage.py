@@ -180,16 +180,7 @@ def test_a_worker_of_two_processes_survives_a_redis_restart_mid_job(tmp_path):
     'hostname'")``, kombu's Redis channel closing after its transport was closed (its client gone)
     and rebuilding a connection pool to give back the unacknowledged message; the AttributeError is not
     a connection error, so the consumer did not retry, and the service had no worker left."""
-    from scripts.stack import Stack, wait_ready
-
-    stack = Stack(env=ENV, log_dir=tmp_path)
-    stack.env.pop("REDIS_URL", None)
-    stack.redis_url = None
-    try:
-        stack.start_redis()
-        stack.start_worker(concurrency=2)
-        base = stack.start_web(workers=1)
-        wait_ready(base, timeout=90)
+    with own_stack(ENV, tmp_path, web_workers=1, concurrency=2) as (stack, base):
         store = _store(stack)
         did = upload(base, np.random.default_rng(0).standard_normal((3000, 5)))
         jid = submit(base, dataset_id=did, method="spectral", n_clusters=4).json()["id"]
@@ -203,5 +194,3 @@ def test_a_worker_of_two_processes_survives_a_redis_restart_mid_job(tmp_path):
         assert stack.procs["worker1"].poll() is None, (tmp_path / "worker1.log").read_text()[-3000:]
         nxt = submit(base, dataset_id=did, method="spectral", n_clusters=4).json()["id"]
         assert wait_done(base, nxt, timeout=60)["state"] == "SUCCEEDED"
-    finally:
-        stack.stop()
