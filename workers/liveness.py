@@ -190,8 +190,11 @@ def dispatch_unsent_jobs(store, grace=UNSENT_GRACE):
     worker's first send also opens the broker connection) left the job QUEUED
     with no task, never to run, never to expire, holding its dataset. A job
     still listed as unsent ``grace`` seconds after its creation is
-    dispatched to a new task, by one live worker (each entry is taken off the
-    list by one ``ZREM``).
+    dispatched to a new task, by one live worker (claimed in the transaction
+    that dispatches it, :meth:`workers.store.Store.dispatch_unsent`). It
+    stays listed until that task is sent: a task the broker refused is tried
+    again at the next beat, and a job whose sweep lost Redis or died before
+    the send is dispatched again ``grace`` seconds later.
 
     Parameters
     ----------
@@ -207,19 +210,19 @@ def dispatch_unsent_jobs(store, grace=UNSENT_GRACE):
     from .submit import send_job
 
     out = []
-    for raw in store.r.zrangebyscore(UNSENT, "-inf", time.time() - grace, start=0, num=100):
+    cutoff = time.time() - grace
+    for raw in store.r.zrangebyscore(UNSENT, "-inf", cutoff, start=0, num=100):
         jid = raw.decode()
-        if not store.r.zrem(UNSENT, jid):
-            continue  # another live worker took it
         new = uuid.uuid4().hex
-        if not store.dispatch_unsent(jid, new):
-            continue  # started, ended or gone meanwhile
+        if not store.dispatch_unsent(jid, new, cutoff):
+            continue  # started, ended or gone meanwhile, or another live worker took it
         try:
             send_job(store.settings, jid, new)
         except Exception:  # noqa: BLE001 - the next beat tries again
-            store.r.zadd(UNSENT, {jid: 0})
+            store.r.zadd(UNSENT, {jid: 0}, xx=True)
             log.warning("job %s: unsent task not sent", jid, exc_info=True)
             continue
+        store.mark_sent(jid)
         log.warning("job %s: its request never sent its task; sent as %s", jid, new)
         out.append(f"job:{jid}")
     return out

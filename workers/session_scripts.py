@@ -289,10 +289,13 @@ return redis.call('LRANGE', KEYS[2], 0, -1)
 # given KEYS[2] records the task there (the slot's holder has started: ANSWERS_LUA
 # takes over only a slot whose holder has not). A hand-over given KEYS[2] (a lost
 # worker's running hash, workers.liveness) also records the new task there, under
-# field ARGV[5].
+# field ARGV[5]. A hand-over finding the slot already with ARGV[3] (a new task id, so
+# only this hand-over can have put it there) is done: its caller retries after
+# losing the reply (workers.tasks.through_outage) and must go on to send that task.
 SLOT_LUA = """
 local holder = redis.call('GET', KEYS[1])
 local op, token = ARGV[1], ARGV[2]
+if op == 'hand_over' and holder == ARGV[3] then return 1 end
 if op == 'claim' then
   -- 'running': the slot as code before 2026-11-27 set it, naming no task. A redelivered pass from
   -- then (its worker killed by the upgrade) would otherwise wait for it to expire (up to an hour).

@@ -750,8 +750,15 @@ class SessionStore:
         return self.settings.hard_time_limit + 60
 
     def acquire_update(self, sid, token):
-        """Take the session's single re-clustering slot for task ``token``; False if it is taken."""
-        return bool(self.r.set(self._key(sid, ":update"), token, nx=True, ex=self._slot_ttl()))
+        """Take the session's single re-clustering slot for task ``token``; False if another task holds it.
+
+        ``token`` is a new task id: a slot found already its own was taken by
+        this call before its reply was lost (a retry through a Redis outage,
+        :func:`workers.tasks.through_outage`), and the caller must still send
+        the task.
+        """
+        key = self._key(sid, ":update")
+        return bool(self.r.set(key, token, nx=True, ex=self._slot_ttl())) or self.r.get(key) == token.encode()
 
     def request_update(self, sid, token):
         """True if the caller must enqueue a re-clustering as task ``token`` (the slot is now its);

@@ -17,7 +17,7 @@ Layout (all keys prefixed ``shoal:``)::
     job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
     job:{id}:cancel       flag   cooperative cancellation request
     jobs                  zset   job ids by creation time (listing, pagination)
-    jobs:unsent           zset   job id -> creation time, until its first task is sent (workers.liveness)
+    jobs:unsent           zset   job id -> creation (or last dispatch) time, until its task is sent (workers.liveness)
     workers               zset   worker name -> heartbeat expiry (Redis server time, s)
     worker:{name}:running hash   "job:{id}" / "session:{id}" -> task id (workers.liveness)
     worker:{name}:recovery str   the live worker recovering lost worker {name} (workers.liveness)
@@ -216,30 +216,56 @@ class Store(DatasetStoreMixin):
         return decode_record(self.r.hgetall(f"{PREFIX}job:{jid}"))
 
     def mark_sent(self, jid):
-        """Note that job ``jid``'s first task was sent (it leaves :data:`UNSENT`)."""
+        """Note that job ``jid``'s task was sent (it leaves :data:`UNSENT`)."""
         self.r.zrem(UNSENT, jid)
 
-    def dispatch_unsent(self, jid, new_task_id):
+    def dispatch_unsent(self, jid, new_task_id, listed_before):
         """Dispatch a job whose first task was never sent to task ``new_task_id``.
+
+        Claims the job for the caller (:func:`workers.liveness.dispatch_unsent_jobs`)
+        in the transaction that dispatches it: the job stays listed in
+        :data:`UNSENT`, from now, so that should the caller not send the task
+        (its Redis or its process gone meanwhile) another live worker's sweep
+        dispatches the job again once ``listed_before`` is that far behind;
+        the caller takes it off the list once the task is sent
+        (:meth:`mark_sent`). A job that has moved on (started, ended, or gone)
+        leaves the list.
 
         Parameters
         ----------
         jid : str
         new_task_id : str
             The task the caller sends next.
+        listed_before : float, Unix seconds
+            The job must have been listed since before then (another live
+            worker's claim lists it anew).
 
         Returns
         -------
         bool
-            True if the job was still QUEUED, never started (no attempt) and
-            never re-dispatched, and now names ``new_task_id`` as its
-            ``dispatch`` (a task of the old id, should its request have sent
-            one after all, is dropped by :meth:`start_job`); False if it moved on.
+            True if the job was still listed since before ``listed_before``,
+            QUEUED and never started (no attempt), and now names
+            ``new_task_id`` as its ``dispatch`` (a task of an earlier id,
+            should it come after all, is dropped by :meth:`start_job`); False
+            if not.
         """
-        def never_started(before):
-            return int(before.get("attempts", 0)) == 0 and before.get("dispatch") in (jid, None)
+        key = f"{PREFIX}job:{jid}"
 
-        return self._transition(jid, ("QUEUED",), {"dispatch": new_task_id}, expect=never_started) is not None
+        def tx(pipe):
+            state, attempts = (json.loads(v) if v is not None else None for v in pipe.hmget(key, ["state", "attempts"]))
+            listed = pipe.zscore(UNSENT, jid)
+            if listed is None or listed > listed_before:  # sent, or claimed by another sweep (it wrote the record)
+                pipe.unwatch()
+                return False
+            pipe.multi()
+            if state != "QUEUED" or int(attempts or 0) != 0:  # started, ended or gone: nothing to send
+                pipe.zrem(UNSENT, jid)
+                return False
+            pipe.hset(key, "dispatch", json.dumps(new_task_id))
+            pipe.zadd(UNSENT, {jid: time.time()})
+            return True
+
+        return self.r.transaction(tx, key, value_from_callable=True)
 
     def get_job(self, jid):
         """The job record, or None if unknown or expired.

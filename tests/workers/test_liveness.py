@@ -419,3 +419,59 @@ def test_a_job_whose_first_task_was_never_sent_is_sent_once_its_grace_has_passed
     assert lstore.start_job(jid, task_id=jid) is None  # the first task, should it come after all, is dropped
     assert lstore.start_job(jid, task_id=task_id)["state"] == "RUNNING"
     assert lstore.r.zcard("shoal:jobs:unsent") == 0
+
+
+def _past_grace(lstore, *jids, again=False):
+    """List ``jids`` as unsent since before ``UNSENT_GRACE``, as they are once the grace has passed
+    (``again``: those still listed only)."""
+    old = liveness.time.time() - liveness.UNSENT_GRACE - 1
+    lstore.r.zadd("shoal:jobs:unsent", {jid: old for jid in jids}, xx=again)
+
+
+def test_an_unsent_job_whose_task_the_sweep_could_not_send_is_sent_by_a_later_beat(lstore):
+    """The sweep dispatched the job to a new task, then the broker refused the task: the job went back on
+    the list for the next beat, but that beat found its ``dispatch`` no longer the job id and took it for
+    a job that had moved on: QUEUED for a task never sent, off the list, for good."""
+    jid = _job(lstore)
+    _past_grace(lstore, jid)
+    no_broker = Store(lstore.r, replace(lstore.settings, redis_url="redis://127.0.0.1:1/1"))  # refused
+    lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})
+    assert liveness.beat(no_broker, "alive:2") == []
+    assert _sent(lstore, "long") == [] and lstore.get_job(jid)["state"] == "QUEUED"
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
+    [(_, task_id, args)] = _sent(lstore, "long")
+    assert args == [jid] and lstore.get_job(jid)["dispatch"] == task_id
+    assert lstore.r.zscore("shoal:jobs:unsent", jid) is None
+
+
+def test_a_redis_outage_in_the_middle_of_the_unsent_sweep_does_not_strand_the_job(lstore):
+    """Redis gone once the sweep had claimed the job (it took the job off the list of unsent jobs, then
+    read its dispatch), before it sent a task: once Redis is back a live worker's beat must still send
+    the job a task, once the job's grace has passed again. It stayed QUEUED with no task and off the
+    list: never to run, never to expire, holding its dataset."""
+    jid = _job(lstore)
+    _past_grace(lstore, jid)
+    _beat_cut_off_at(lstore, b"dispatch")
+    assert lstore.get_job(jid)["state"] == "QUEUED" and _sent(lstore, "long") == []
+    assert _beat(lstore, "alive:2") == []  # the sweep that claimed it may still send it
+    _past_grace(lstore, jid, again=True)
+    [(_, task_id, args)] = _sent_once_redis_is_back(lstore, "long")
+    assert args == [jid] and lstore.get_job(jid)["dispatch"] == task_id
+
+
+def test_a_job_the_sweep_sent_but_could_not_mark_sent_is_sent_again_after_the_grace_only(lstore):
+    """Redis gone right after the sweep dispatched the job, and so before it could note the send: the
+    job stays listed, for another grace (its task may be waiting in the queue), and is then dispatched
+    again to a newer task, the earlier one dropped should it come."""
+    jid = _job(lstore)
+    _past_grace(lstore, jid)
+    _beat_cut_off_at(lstore, b"shoal.run_job")  # the task's message: sent, nothing after it
+    [(_, first, _)] = _sent(lstore, "long")
+    assert lstore.get_job(jid)["dispatch"] == first
+    assert lstore.r.zscore("shoal:jobs:unsent", jid) > liveness.time.time() - 60  # listed, since the send
+    assert _beat(lstore, "alive:2") == []  # within the new grace
+    _past_grace(lstore, jid, again=True)
+    assert _beat(lstore, "alive:2") == [f"job:{jid}"]
+    second = lstore.get_job(jid)["dispatch"]
+    assert second != first and lstore.start_job(jid, task_id=first) is None
+    assert lstore.start_job(jid, task_id=second)["state"] == "RUNNING"

@@ -217,3 +217,111 @@ def test_a_pass_whose_slot_was_handed_over_writes_nothing(client, store, blobs_d
     rec = ss.get(sid)
     assert rec["counters"]["questions_closed"] == 5 and rec["observed_revision"] == rec["revision"], rec
     assert not store.r.exists(ss._key(sid, ":update"))
+
+
+class _LostReplyRedis:
+    """A TCP relay to the test Redis that drops the reply to the first request holding ``trigger`` (the
+    command ran) and every connection with it, then lets new connections through ``down_for`` seconds
+    later: a Redis restart right after a write, as ``workers.tasks.through_outage`` retries through."""
+
+    def __init__(self, upstream, trigger, down_for=0.3):
+        import socket
+        import threading
+
+        self.upstream, self.trigger, self.down_for = upstream, trigger, down_for
+        self.down, self.armed, self.conns, self.lost = False, None, [], 0
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.port = self.server.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self):
+        import socket
+        import threading
+
+        while True:
+            try:
+                client, _ = self.server.accept()
+            except OSError:
+                return
+            if self.down:
+                client.close()
+                continue
+            up = socket.create_connection(self.upstream)
+            self.conns += [client, up]
+            threading.Thread(target=self._pump, args=(client, up, True), daemon=True).start()
+            threading.Thread(target=self._pump, args=(up, client, False), daemon=True).start()
+
+    def _pump(self, src, dst, request):
+        import threading
+
+        while True:
+            try:
+                data = src.recv(65536)
+                if not data:
+                    break
+                if request and self.armed is None and self.trigger in data:
+                    self.armed = dst
+                if not request and self.armed is src and not self.lost:
+                    self.lost = 1
+                    self.down = True
+                    for c in self.conns:
+                        try:
+                            c.close()
+                        except OSError:
+                            pass
+                    threading.Timer(self.down_for, setattr, (self, "down", False)).start()
+                    break
+                dst.sendall(data)
+            except OSError:
+                break
+
+    def close(self):
+        self.server.close()
+        for c in self.conns:
+            try:
+                c.close()
+            except OSError:
+                pass
+
+
+def _through_lost_reply(store, trigger):
+    """A SessionStore on the test Redis behind :class:`_LostReplyRedis` (and the relay, to close)."""
+    from dataclasses import replace
+
+    import redis
+
+    from workers.session_store import SessionStore
+    from workers.store import Store
+
+    where = store.r.connection_pool.connection_kwargs
+    relay = _LostReplyRedis((where["host"], where["port"]), trigger)
+    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
+    cut = Store(redis.Redis.from_url(url, socket_timeout=5), replace(store.settings, redis_url=url))
+    return SessionStore(cut), relay
+
+
+@pytest.mark.parametrize("step", ["hand_over", "acquire"])
+def test_a_slot_step_whose_reply_redis_lost_is_not_taken_for_refused(client, store, blobs_dataset, step):
+    """A pass ends by handing its slot to the next pass (or taking it back for one), through Redis
+    outages (:func:`workers.tasks.through_outage`). Redis gone right after the step, its reply lost: the
+    retry found the slot already the new task's, answered False, and the pass queued nothing: the slot
+    held for a task never sent until it expired (hard time limit + 60 s), the answers waiting untold."""
+    from workers.session_store import SessionStore
+    from workers.tasks import through_outage
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(store)
+    slot = ss._key(sid, ":update")
+    store.r.delete(slot)
+    if step == "hand_over":
+        assert ss.claim_update(sid, "pass-1")
+    cut, relay = _through_lost_reply(store, b"pass-2")
+    try:
+        if step == "hand_over":
+            ok = through_outage(cut.hand_over_update, sid, "pass-1", "pass-2")
+        else:
+            ok = through_outage(cut.acquire_update, sid, "pass-2")
+        assert relay.lost
+    finally:
+        relay.close()
+    assert store.r.get(slot) == b"pass-2" and ok
