@@ -80,6 +80,39 @@ def through_outage(call, *args, **kwargs):
             pause = min(2 * pause, 5.0)
 
 
+def end_job(store, job_id, state, *, error=None):
+    """:meth:`Store.finish_job` through a Redis outage, as :func:`through_outage`, without losing its event.
+
+    A write whose reply a Redis restart lost is tried again (by redis-py,
+    whose retry finds its WATCH gone, or by :func:`through_outage`), finds
+    the job already ended by that write, and ``finish_job`` answers None, so
+    the caller sent no event. When the job stands in ``state`` with
+    ``error`` after a None, that record is returned, as the write would have
+    returned it: no other path ends a RUNNING job with the same state and
+    error (a client's cancel is only a flag; a lost worker's job fails as
+    ``worker_lost``; the hard time limit kills the task before this call).
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    job_id : str
+    state : {"SUCCEEDED", "FAILED", "CANCELLED"}
+    error : dict or None
+        The problem object of a failure.
+
+    Returns
+    -------
+    dict or None
+        The ended record; None if the job was unknown or another end stands.
+    """
+    rec = through_outage(store.finish_job, job_id, state, error=error)
+    if rec is None:
+        job = through_outage(store.get_job, job_id)
+        if job is not None and job["state"] == state and job.get("error") == json.loads(json.dumps(error)):
+            return job
+    return rec
+
+
 def report_progress(store, job_id, fraction, stage):
     """:meth:`Store.set_progress`, skipped (logged) while Redis is unreachable: the job goes on.
 
@@ -364,7 +397,7 @@ def run_job(self, job_id):
     except Exception as exc:  # noqa: BLE001 - every failure must end the job
         log.exception("job %s failed", job_id)
         state, error = "FAILED", problem("internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}")
-    final = through_outage(store.finish_job, job_id, state, error=error)
+    final = end_job(store, job_id, state, error=error)
     if final is not None and callback_url:
         deliver_webhook.delay(job_id, callback_url)
 
@@ -409,7 +442,7 @@ def run_predict(store, job):
     except Exception as exc:  # noqa: BLE001
         log.exception("predict job %s failed", job_id)
         state, error = "FAILED", problem("predict_failed", "Prediction failed", 500, f"{type(exc).__name__}: {exc}")
-    return through_outage(store.finish_job, job_id, state, error=error)
+    return end_job(store, job_id, state, error=error)
 
 
 def sign_webhook(secret, msg_id, timestamp, body):
