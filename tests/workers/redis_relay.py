@@ -1,4 +1,4 @@
-"""A TCP relay to the test Redis that loses the reply to one write: a Redis restart right after it."""
+"""A TCP relay to the test Redis that goes down at a chosen request: a real outage for the tests."""
 
 import socket
 import threading
@@ -9,13 +9,18 @@ import redis
 from workers.store import Store
 
 
-class LostReplyRedis:
-    """A TCP relay to the test Redis that drops the reply to the first request holding ``trigger`` (the
-    command ran) and every connection with it, then lets new connections through ``down_for`` seconds
-    later: a Redis restart right after a write, as ``workers.tasks.through_outage`` retries through."""
+class RedisRelay:
+    """A TCP relay to the test Redis that goes down at a chosen point: at the reply to the first request
+    holding ``trigger`` (the command ran) it drops every connection and refuses new ones, a real Redis
+    outage without touching Redis or Celery.
 
-    def __init__(self, upstream, trigger, down_for=0.3):
-        self.upstream, self.trigger, self.down_for = upstream, trigger, down_for
+    ``reply_lost``: the reply is dropped with the connections (a restart right after the write, as
+    ``workers.tasks.through_outage`` retries through), else relayed first. ``down_for``: seconds until
+    new connections pass again, or None for down until :meth:`restore`.
+    """
+
+    def __init__(self, upstream, trigger, *, reply_lost=True, down_for=0.3):
+        self.upstream, self.trigger, self.reply_lost, self.down_for = upstream, trigger, reply_lost, down_for
         self.down, self.armed, self.conns, self.lost = False, None, [], 0
         self.server = socket.create_server(("127.0.0.1", 0))
         self.port = self.server.getsockname()[1]
@@ -42,33 +47,41 @@ class LostReplyRedis:
                 if not data:
                     break
                 if request and self.armed is None and self.trigger in data:
-                    self.armed = dst
-                if not request and self.armed is src and not self.lost:
+                    self.armed = dst  # the reply to this request comes back from dst
+                at_reply = not request and self.armed is src and not self.lost
+                if not (at_reply and self.reply_lost):
+                    dst.sendall(data)
+                if at_reply:
                     self.lost = 1
-                    self.down = True
-                    for c in self.conns:
-                        try:
-                            c.close()
-                        except OSError:
-                            pass
-                    threading.Timer(self.down_for, setattr, (self, "down", False)).start()
+                    self.cut()
+                    if self.down_for is not None:
+                        threading.Timer(self.down_for, self.restore).start()
                     break
-                dst.sendall(data)
             except OSError:
                 break
 
-    def close(self):
-        self.server.close()
+    def cut(self):
+        """Go down: close every connection, refuse new ones."""
+        self.down = True
         for c in self.conns:
             try:
                 c.close()
             except OSError:
                 pass
 
+    def restore(self):
+        """Let new connections through again."""
+        self.down = False
+
+    def close(self):
+        self.cut()
+        self.server.close()
+
 
 def store_behind_lost_reply(store, trigger):
-    """A :class:`workers.store.Store` on the test Redis behind :class:`LostReplyRedis`, and the relay (to close)."""
+    """A :class:`workers.store.Store` on the test Redis behind a :class:`RedisRelay` that loses the reply to
+    the first request holding ``trigger`` and comes back 0.3 s later; and the relay (to close)."""
     where = store.r.connection_pool.connection_kwargs
-    relay = LostReplyRedis((where["host"], where["port"]), trigger)
+    relay = RedisRelay((where["host"], where["port"]), trigger)
     url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
     return Store(redis.Redis.from_url(url, socket_timeout=5), replace(store.settings, redis_url=url)), relay

@@ -16,6 +16,8 @@ from workers import liveness
 from workers.session_store import SessionStore
 from workers.store import Store
 
+from .redis_relay import RedisRelay
+
 
 @pytest.fixture()
 def lstore(store):
@@ -252,75 +254,13 @@ def test_work_that_could_not_be_re_dispatched_is_tried_again_at_the_next_beat(ls
     assert not lstore.r.exists(liveness.running_key("dead:1"))
 
 
-class _CutOffRedis:
-    """A TCP relay to the test Redis that goes down (drops every connection, refuses new ones) right
-    after relaying the reply to the first request that holds ``trigger``: a real Redis outage at a
-    chosen point, without touching Redis or Celery."""
-
-    def __init__(self, upstream, trigger):
-        import socket
-        import threading
-
-        self.upstream, self.trigger = upstream, trigger
-        self.down, self.armed, self.conns = False, None, []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.port = self.server.getsockname()[1]
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self):
-        import socket
-        import threading
-
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            if self.down:
-                client.close()
-                continue
-            up = socket.create_connection(self.upstream)
-            self.conns += [client, up]
-            threading.Thread(target=self._pump, args=(client, up, True), daemon=True).start()
-            threading.Thread(target=self._pump, args=(up, client, False), daemon=True).start()
-
-    def _pump(self, src, dst, request):
-        while True:
-            try:
-                data = src.recv(65536)
-                if not data:
-                    break
-                if request and self.armed is None and self.trigger in data:
-                    self.armed = dst  # the reply to this transaction comes back from dst
-                dst.sendall(data)
-                if not request and self.armed is src:
-                    self.cut()
-            except OSError:
-                break
-
-    def cut(self):
-        self.down = True
-        for c in self.conns:
-            try:
-                c.close()
-            except OSError:
-                pass
-
-    def restore(self):
-        self.down = False
-
-    def close(self):
-        self.cut()
-        self.server.close()
-
-
 def _beat_cut_off_at(lstore, marker):
     """A live worker's beat whose Redis goes away right after a command holding ``marker`` (a real
-    Redis behind :class:`_CutOffRedis`): the beat fails there, with the rest of its writes unsent."""
+    Redis behind a :class:`RedisRelay` that relays that reply and stays down): the beat fails there, with the rest of its writes unsent."""
     import redis
 
     where = lstore.r.connection_pool.connection_kwargs
-    relay = _CutOffRedis((where["host"], where["port"]), marker)
+    relay = RedisRelay((where["host"], where["port"]), marker, reply_lost=False, down_for=None)
     url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
     try:
         cut_off = Store(redis.Redis.from_url(url, socket_timeout=5), replace(lstore.settings, redis_url=url))

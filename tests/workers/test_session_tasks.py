@@ -222,7 +222,7 @@ def test_a_pass_whose_slot_was_handed_over_writes_nothing(client, store, blobs_d
 
 
 def _through_lost_reply(store, trigger):
-    """A SessionStore on the test Redis behind :class:`LostReplyRedis` (and the relay, to close)."""
+    """A SessionStore on the test Redis behind a lost reply (:func:`store_behind_lost_reply`; and the relay, to close)."""
     from workers.session_store import SessionStore
 
     cut, relay = store_behind_lost_reply(store, trigger)
