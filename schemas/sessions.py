@@ -81,7 +81,7 @@ SESSION_PRESETS = [{
     "description": "For answers that are sometimes wrong (people, or a crowd's vote): answers are votes and a new "
                    "certain set needs repeated 'no's. With 10% wrong answers (bench/README.md, 5 trials, K "
                    "unknown, ARI at 200 questions over the same mode's noise-free ARI) it keeps iris .94, wine "
-                   ".94, wdbc .96, ionosphere .86, segment .83 (also over 20 trials; K known .84), against .52 / "
+                   ".94, wdbc .96, ionosphere .86, segment .83 (.80 over 40 trials; K known .84), against .52 / "
                    ".59 / .48 / .35 / .60 with the default (the paper's rule); in batches of 10 (20 trials) "
                    ".66-.91 (segment .66, ionosphere .86, wdbc .91). With three answers per question (majority) "
                    "segment keeps .87 and the others .96-1.00 of the single-answer noise-free ARI. "
