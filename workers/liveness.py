@@ -206,20 +206,18 @@ def dispatch_unsent_jobs(store, grace=UNSENT_GRACE):
     list of str
         ``"job:{id}"`` of the jobs sent.
     """
-    from .store import UNSENT
     from .submit import send_job
 
     out = []
     cutoff = time.time() - grace
-    for raw in store.r.zrangebyscore(UNSENT, "-inf", cutoff, start=0, num=100):
-        jid = raw.decode()
+    for jid in store.unsent_since(cutoff):
         new = uuid.uuid4().hex
         if not store.dispatch_unsent(jid, new, cutoff):
             continue  # started, ended or gone meanwhile, or another live worker took it
         try:
             send_job(store.settings, jid, new)
         except Exception:  # noqa: BLE001 - the next beat tries again
-            store.r.zadd(UNSENT, {jid: 0}, xx=True)
+            store.retry_unsent(jid)
             log.warning("job %s: unsent task not sent", jid, exc_info=True)
             continue
         store.mark_sent(jid)

@@ -17,7 +17,7 @@ Layout (all keys prefixed ``shoal:``)::
     job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
     job:{id}:cancel       flag   cooperative cancellation request
     jobs                  zset   job ids by creation time (listing, pagination)
-    jobs:unsent           zset   job id -> creation (or last dispatch) time, until its task is sent (workers.liveness)
+    jobs:unsent           zset   job id -> creation (or last dispatch) time, until its task is sent (liveness)
     workers               zset   worker name -> heartbeat expiry (Redis server time, s)
     worker:{name}:running hash   "job:{id}" / "session:{id}" -> task id (workers.liveness)
     worker:{name}:recovery str   the live worker recovering lost worker {name} (workers.liveness)
@@ -219,6 +219,25 @@ class Store(DatasetStoreMixin):
         """Note that job ``jid``'s task was sent (it leaves :data:`UNSENT`)."""
         self.r.zrem(UNSENT, jid)
 
+    def unsent_since(self, before, limit=100):
+        """Ids of jobs listed in :data:`UNSENT` since before ``before`` (Unix seconds), oldest first.
+
+        Parameters
+        ----------
+        before : float, Unix seconds
+        limit : int
+            At most this many ids.
+
+        Returns
+        -------
+        list of str
+        """
+        return [raw.decode() for raw in self.r.zrangebyscore(UNSENT, "-inf", before, start=0, num=limit)]
+
+    def retry_unsent(self, jid):
+        """List job ``jid`` as due at once again (its task was not sent), unless it left :data:`UNSENT`."""
+        self.r.zadd(UNSENT, {jid: 0}, xx=True)
+
     def dispatch_unsent(self, jid, new_task_id, listed_before):
         """Dispatch a job whose first task was never sent to task ``new_task_id``.
 
@@ -252,7 +271,8 @@ class Store(DatasetStoreMixin):
         key = f"{PREFIX}job:{jid}"
 
         def tx(pipe):
-            state, attempts = (json.loads(v) if v is not None else None for v in pipe.hmget(key, ["state", "attempts"]))
+            raw = pipe.hmget(key, ["state", "attempts"])
+            state, attempts = (json.loads(v) if v is not None else None for v in raw)
             listed = pipe.zscore(UNSENT, jid)
             if listed is None or listed > listed_before:  # sent, or claimed by another sweep (it wrote the record)
                 pipe.unwatch()
