@@ -36,6 +36,22 @@ class Client:
             self.http.headers["Authorization"] = f"Bearer {api_key}"
 
     def call(self, method, path, expect, **kwargs):
+        """One request; raises RuntimeError (status and the body's start) unless its status is in ``expect``.
+
+        Parameters
+        ----------
+        method : str
+        path : str
+            Below the base URL, e.g. ``/v1/jobs``.
+        expect : tuple of int
+            Accepted status codes.
+        **kwargs
+            Passed to :meth:`requests.Session.request` (``json=`` ...).
+
+        Returns
+        -------
+        requests.Response
+        """
         r = self.http.request(method, self.base + path, timeout=self.timeout, **kwargs)
         if r.status_code not in expect:
             raise RuntimeError(f"{method} {path}: {r.status_code} {r.text[:300]}")
@@ -54,7 +70,22 @@ class Client:
 
 
 def constraints_for(kinds, y, rng):
-    """Ground-truth side information of the first kind a method takes (``{}`` for none)."""
+    """Ground-truth side information of the first kind a method takes (``{}`` for none).
+
+    Parameters
+    ----------
+    kinds : list of str
+        The method's ``constraints`` in ``GET /v1/methods`` (``pairwise``, ``relative``, ``triplets``, ...).
+    y : ndarray of shape (n_samples,), int
+        The classes.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    dict
+        ``must_link`` / ``cannot_link`` from up to ``PAIRS`` random distinct pairs, or ``PAIRS``
+        ``relative`` ab|c triplets (a, b of one class, c of another), as the job body's ``constraints``.
+    """
     n = len(y)
     if "pairwise" in kinds:
         pairs = rng.choice(n, size=(4 * PAIRS, 2))
@@ -72,6 +103,12 @@ def constraints_for(kinds, y, rng):
 
 
 def run_job(client, dataset_id, method, y, rng, timeout):
+    """Submit one job of ``method`` (an entry of ``GET /v1/methods``), wait for it, fetch its result.
+
+    Returns ``(job_url, ari)``: the job's path and its adjusted Rand index against ``y``. Raises
+    RuntimeError if the job did not succeed, returned the wrong number of labels, or took longer
+    than ``timeout`` seconds.
+    """
     body = {"dataset_id": dataset_id, "method": method["id"], "n_clusters": int(len(set(y))),
             "constraints": constraints_for(method["constraints"], y, rng), "scale": "zscore", "random_state": 0}
     job_url = client.call("POST", "/v1/jobs", (202,), json=body).headers["Location"]
@@ -87,6 +124,8 @@ def run_job(client, dataset_id, method, y, rng, timeout):
 
 
 def answer(question_type, items, y):
+    """The ground-truth answer to a session question: ``must_link`` / ``cannot_link`` for a pair
+    (``items`` = [a, b]), ``yes`` / ``no`` / ``dont_know`` for a triplet ("is a closer to b than to c?")."""
     if question_type == "pairwise":
         return "must_link" if y[items[0]] == y[items[1]] else "cannot_link"
     a, b, c = items
@@ -98,6 +137,12 @@ def answer(question_type, items, y):
 
 
 def run_session(client, dataset_id, question_type, y, budget, timeout):
+    """Open a session of ``budget`` questions, answer every leased question from ``y`` until it is done.
+
+    Returns ``(session_url, accepted, ari)``: the session's path, the answers accepted and the model's
+    adjusted Rand index once it is up to date. Raises RuntimeError if the session FAILED or took longer
+    than ``timeout`` seconds.
+    """
     body = {"dataset_id": dataset_id, "question_type": question_type, "n_clusters": int(len(set(y))),
             "budget": budget, "pool_size": 10}
     url = client.call("POST", "/v1/sessions", (201,), json=body).headers["Location"]
