@@ -341,8 +341,9 @@ def _end_job_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
 def run_job(self, job_id):
     """Run one clustering job by id; the job record ends in a terminal state."""
     store = get_store()
-    # a retry after a lost reply finds the job started by this task: it counts one more attempt, and runs it
-    job = through_outage(store.start_job, job_id, task_id=self.request.id, worker=liveness.current_worker_name())
+    # a retry after a lost reply finds the job started under this token, and runs it (no second attempt counted)
+    job = through_outage(store.start_job, job_id, task_id=self.request.id, worker=liveness.current_worker_name(),
+                         token=uuid.uuid4().hex)
     if job is None:
         return  # unknown, finished, cancelled, attempts exhausted, or re-dispatched to another task
     callback_url = job.get("callback_url")
