@@ -315,6 +315,21 @@ return 1
 """
 
 
+# Take the session's pending-pass flag KEYS[1] for the caller ARGV[1] (a new id per
+# call): 1 if it was set, and then KEYS[2] records the taker for ARGV[2] s. A call
+# finding it gone and itself recorded took it before its reply was lost (a retry
+# through a Redis outage, workers.tasks.through_outage): 1 again, so the pass the flag
+# asked for is not lost.
+TAKE_PENDING_LUA = """
+if redis.call('DEL', KEYS[1]) == 1 then
+  redis.call('SET', KEYS[2], ARGV[1], 'EX', tonumber(ARGV[2]))
+  return 1
+end
+if redis.call('GET', KEYS[2]) == ARGV[1] then return 1 end
+return 0
+"""
+
+
 # End a re-clustering pass (KEYS[1] the record, KEYS[2] the ready list), in one
 # step with reading the questions that got their answers meanwhile: ARGV[1] the
 # revision the pass read, ARGV[2] the questions the model used, ARGV[3..] more

@@ -18,6 +18,7 @@ Layout (prefix ``shoal:session:{id}``)::
                               (a pass killed or failed before its commit leaves them to the next)
     :update           string  the id of the Celery task that runs (or is queued to run) the next pass
     :update_pending   string  set when answers arrive during a run (coalescing)
+    :pending_taken    string  the call that last took the pending flag (take_pending), for its retry
     :update_claimed   string  the task that last claimed the slot (started its pass): a slot whose
                               holder has not may be taken over by a retry (record_answers)
     :item_ids         string  JSON list: the dataset's item ids, copied when the dataset is deleted
@@ -39,8 +40,8 @@ from redis.exceptions import WatchError
 from . import stats
 from .config import PREFIX
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
-from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_READY_LUA, UPDATE_LUA,
-                              WITHDRAW_LUA)
+from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_PENDING_LUA, TAKE_READY_LUA,
+                              UPDATE_LUA, WITHDRAW_LUA)
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -86,6 +87,7 @@ class SessionStore:
         self._withdraw_script = self.r.register_script(WITHDRAW_LUA)
         self._take_ready_script = self.r.register_script(TAKE_READY_LUA)
         self._slot_script = self.r.register_script(SLOT_LUA)
+        self._take_pending_script = self.r.register_script(TAKE_PENDING_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
@@ -814,9 +816,29 @@ class SessionStore:
             args.append(record[1])
         return bool(self._slot_script(keys=keys, args=args))
 
-    def take_pending(self, sid):
-        """Consume the pending flag; True if another pass is needed."""
-        return bool(self.r.delete(self._key(sid, ":update_pending")))
+    def take_pending(self, sid, token=None):
+        """Consume the pending flag; True if another pass is needed.
+
+        Parameters
+        ----------
+        sid : str
+        token : str, optional
+            A new id for this call, the same when it is tried again
+            (:func:`workers.tasks.through_outage`): a retry after Redis lost
+            the reply of the call that took the flag answers True again. With
+            None (a plain delete) that retry found the flag gone and answered
+            False, and the pass the flag asked for was never queued: the
+            answers waited unused until more answers came.
+
+        Returns
+        -------
+        bool
+        """
+        if token is None:
+            return bool(self.r.delete(self._key(sid, ":update_pending")))
+        return bool(self._take_pending_script(keys=[self._key(sid, ":update_pending"),
+                                                    self._key(sid, ":pending_taken")],
+                                              args=[token, self._slot_ttl()]))
 
     def finish_update(self, sid, token=None):
         """Free the slot if task ``token`` holds it (None: whoever holds it)."""

@@ -416,14 +416,14 @@ def _close_pass(ss, sid, token, rec, outcome, seconds):
     revision) after ``seconds``; then hand its slot to the pass pending answers need, or free it."""
     through_outage(ss.count_pass, outcome[0], seconds)
     _notify(sid, rec.get("callback_url"), *outcome)
-    if through_outage(ss.take_pending, sid):
+    if through_outage(ss.take_pending, sid, uuid.uuid4().hex):
         _next_pass(ss, sid, token)
         return
     through_outage(ss.finish_update, sid, token)
     # Answers that arrived between the check and the release set the flag
     # while the slot was still ours: take the slot back for one more pass.
     new = uuid.uuid4().hex
-    if through_outage(ss.take_pending, sid) and through_outage(ss.acquire_update, sid, new):
+    if through_outage(ss.take_pending, sid, uuid.uuid4().hex) and through_outage(ss.acquire_update, sid, new):
         _enqueue_pass(ss, sid, new)
 
 

@@ -444,7 +444,7 @@ class Store(DatasetStoreMixin):
 
         return self._read(jid) if self.r.transaction(tx, key, value_from_callable=True) else None
 
-    def start_job(self, jid, task_id=None, worker=None):
+    def start_job(self, jid, task_id=None, worker=None, token=None):
         """Mark RUNNING and count the attempt; None if the job must not run.
 
         Parameters
@@ -459,6 +459,16 @@ class Store(DatasetStoreMixin):
         worker : str, optional
             The worker running it (:func:`workers.liveness.current_worker_name`),
             recorded so that its loss can be noticed; None tracks nothing.
+        token : str, optional
+            A new id for this start, the same when the call is tried again
+            (:func:`workers.tasks.through_outage`), recorded as ``start``: a
+            job found RUNNING under it was started by this call, whose reply
+            Redis lost, and its record is returned as the write would have
+            returned it. Without it the retry took that start for another
+            delivery's and answered None (redis-py's own retry, its WATCH
+            gone, found the attempt counted), so the task returned and the
+            job stayed RUNNING with no task, or it counted one more attempt
+            (possibly past ``max_attempts``). None: not checked.
 
         Returns
         -------
@@ -470,6 +480,8 @@ class Store(DatasetStoreMixin):
             is exceeded the job is FAILED and None is returned.
         """
         rec = self._read(jid)
+        if token is not None and self._started_by(rec, token):
+            return rec
         if rec is None or rec["state"] not in ACTIVE:
             return None
         if task_id is not None and rec.get("dispatch") not in (None, task_id):
@@ -485,11 +497,20 @@ class Store(DatasetStoreMixin):
         def unchanged(before):  # re-dispatched (workers.liveness) or started by another task since the read
             return before.get("dispatch") == rec.get("dispatch") and int(before.get("attempts", 0)) == attempts - 1
 
-        return self._transition(jid, ACTIVE, {
+        started = self._transition(jid, ACTIVE, {
             "state": "RUNNING", "attempts": attempts, "started_at": utcnow_iso(now), "started_ts": now,
-            "worker": worker,
+            "worker": worker, "start": token,
             "progress": {"fraction": 0.0, "stage": "starting", "message": f"attempt {attempts}"},
         }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""), expect=unchanged)
+        if started is None and token is not None:  # redis-py ran the transaction again after losing its reply
+            rec = self._read(jid)
+            return rec if self._started_by(rec, token) else None
+        return started
+
+    @staticmethod
+    def _started_by(rec, token):
+        """Whether record ``rec`` (or None) is RUNNING as started by the :meth:`start_job` call ``token``."""
+        return rec is not None and rec["state"] == "RUNNING" and rec.get("start") == token
 
     def requeue_lost_job(self, jid, worker, task_id, new_task_id):
         """Put a job that lost worker ``worker`` back in the queue as task ``new_task_id``.

@@ -5,6 +5,7 @@ import hashlib
 import hmac
 import json
 import logging
+import threading
 import time
 import uuid
 
@@ -55,8 +56,10 @@ def through_outage(call, *args, **kwargs):
     written stays RUNNING under a live worker, which no other worker takes
     over, for ``hard_time_limit + visibility_timeout``. So the task waits for
     Redis (doubling pauses up to 5 s) instead of failing; the task's time
-    limits bound the wait (a soft limit reached in it ends the task with
-    the job's end unwritten, as before).
+    limits bound the wait (a soft limit reached in it ends the job FAILED,
+    ``time_limit``, once Redis answers, :func:`run_job`; a hard limit
+    reached in it ends the job from the worker's main process once Redis
+    answers, :func:`_end_job_at_hard_limit`).
 
     Parameters
     ----------
@@ -80,7 +83,7 @@ def through_outage(call, *args, **kwargs):
             pause = min(2 * pause, 5.0)
 
 
-def end_job(store, job_id, state, *, error=None):
+def end_job(store, job_id, state, *, error=None, task_id=None):
     """:meth:`Store.finish_job` through a Redis outage, as :func:`through_outage`, without losing its event.
 
     A write whose reply a Redis restart lost is tried again (by redis-py,
@@ -99,18 +102,39 @@ def end_job(store, job_id, state, *, error=None):
     state : {"SUCCEEDED", "FAILED", "CANCELLED"}
     error : dict or None
         The problem object of a failure.
+    task_id : str, optional
+        End the job only if it is dispatched to this task
+        (:meth:`Store.finish_job`); None: not checked.
 
     Returns
     -------
     dict or None
         The ended record; None if the job was unknown or another end stands.
     """
-    rec = through_outage(store.finish_job, job_id, state, error=error)
+    rec = through_outage(store.finish_job, job_id, state, error=error, task_id=task_id)
     if rec is None:
         job = through_outage(store.get_job, job_id)
         if job is not None and job["state"] == state and job.get("error") == json.loads(json.dumps(error)):
             return job
     return rec
+
+
+def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
+    """:func:`end_job`, waiting on for Redis when the soft time limit is reached in its wait.
+
+    The soft limit's exception, raised in :func:`through_outage`'s wait,
+    used to end the task with the job's end unwritten: RUNNING under a live
+    worker (which nobody takes over) until a read failed it as
+    ``worker_lost``, ``hard_time_limit + visibility_timeout`` later. The
+    same end is written instead (a write whose reply was lost is found by
+    :func:`end_job`); the hard time limit still bounds the wait. Parameters
+    and return as :func:`end_job`.
+    """
+    try:
+        return end_job(store, job_id, state, error=error, task_id=task_id)
+    except SoftTimeLimitExceeded:
+        log.warning("job %s: soft time limit reached waiting for Redis to end it %s", job_id, state)
+        return end_job(store, job_id, state, error=error, task_id=task_id)
 
 
 def report_progress(store, job_id, fraction, stage):
@@ -309,12 +333,16 @@ def _end_job_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
 
     Celery calls it in the worker's main process after killing the pool
     process (a call deaf to the soft limit's exception ran past the hard
-    limit, or the soft limit's handling did), and acknowledges the message.
-    Nothing else ended the job: it stayed RUNNING, its live worker naming
-    it, until a read failed it as ``worker_lost`` (``visibility_timeout``
-    after). Only the task the record dispatches to ends it; its
-    ``job.failed`` event is queued (:meth:`Store.announce_end`). Other
-    failures are the task's own to report (it ends every job it runs).
+    limit, or the soft limit's handling did, or the task waited for Redis
+    past it), and acknowledges the message. Nothing else ended the job: it
+    stayed RUNNING, its live worker naming it, until a read failed it as
+    ``worker_lost`` (``visibility_timeout`` after). Only the task the record
+    dispatches to ends it; its ``job.failed`` event is queued
+    (:meth:`Store.announce_end`). Redis not answering, a thread of the main
+    process ends it once Redis answers (:func:`_end_at_hard_limit_when_back`;
+    the job stayed RUNNING, or QUEUED with no task when the limit came
+    before its start, for good). Other failures are the task's own to
+    report (it ends every job it runs).
 
     Parameters
     ----------
@@ -330,10 +358,27 @@ def _end_job_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
         return
     try:
         store = get_store()
-        store.announce_end(store.finish_job(args[0], "FAILED", error=time_limit_error(store.settings),
-                                            task_id=task_id))
+        try:
+            store.announce_end(store.finish_job(args[0], "FAILED", error=time_limit_error(store.settings),
+                                                task_id=task_id))
+        except REDIS_DOWN as down:
+            log.warning("job %s: Redis unreachable (%s): ended after its hard time limit once it answers",
+                        args[0], down)
+            threading.Thread(target=_end_at_hard_limit_when_back, args=(store, args[0], task_id),
+                             name=f"shoal-hard-limit-{args[0]}", daemon=True).start()
     except Exception:  # noqa: BLE001 - never into the pool's timeout handling
         log.exception("job %s: not ended after its hard time limit", args[0] if args else None)
+
+
+def _end_at_hard_limit_when_back(store, job_id, task_id):
+    """End job ``job_id``, whose task ``task_id`` the hard time limit killed, FAILED (``time_limit``)
+    once Redis answers, and queue its event; run in a thread of the worker's main process by
+    :func:`_end_job_at_hard_limit` (a lost reply is found by :func:`end_job`)."""
+    try:
+        store.announce_end(end_job(store, job_id, "FAILED", error=time_limit_error(store.settings),
+                                   task_id=task_id))
+    except Exception:  # noqa: BLE001 - a thread of its own: logged
+        log.exception("job %s: not ended after its hard time limit", job_id)
 
 
 @app.task(name="shoal.run_job", bind=True, acks_late=True, reject_on_worker_lost=True,
@@ -341,8 +386,17 @@ def _end_job_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
 def run_job(self, job_id):
     """Run one clustering job by id; the job record ends in a terminal state."""
     store = get_store()
-    # a retry after a lost reply finds the job started by this task: it counts one more attempt, and runs it
-    job = through_outage(store.start_job, job_id, task_id=self.request.id, worker=liveness.current_worker_name())
+    try:
+        # a retry after a lost reply finds the job started under this token, and runs it (no second attempt counted)
+        job = through_outage(store.start_job, job_id, task_id=self.request.id,
+                             worker=liveness.current_worker_name(), token=uuid.uuid4().hex)
+    except SoftTimeLimitExceeded:
+        # reached waiting for Redis: the job, QUEUED (its task's message acknowledged with this failure, and
+        # off jobs:unsent) or started by a call whose reply was lost, must not wait for a task that never comes
+        job = end_job(store, job_id, "FAILED", error=time_limit_error(store.settings), task_id=self.request.id)
+        if job is not None and job.get("callback_url"):
+            deliver_webhook.delay(job_id, job["callback_url"])
+        return
     if job is None:
         return  # unknown, finished, cancelled, attempts exhausted, or re-dispatched to another task
     callback_url = job.get("callback_url")
@@ -397,7 +451,7 @@ def run_job(self, job_id):
     except Exception as exc:  # noqa: BLE001 - every failure must end the job
         log.exception("job %s failed", job_id)
         state, error = "FAILED", problem("internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}")
-    final = end_job(store, job_id, state, error=error)
+    final = end_job_past_soft_limit(store, job_id, state, error=error)
     if final is not None and callback_url:
         deliver_webhook.delay(job_id, callback_url)
 
@@ -442,7 +496,7 @@ def run_predict(store, job):
     except Exception as exc:  # noqa: BLE001
         log.exception("predict job %s failed", job_id)
         state, error = "FAILED", problem("predict_failed", "Prediction failed", 500, f"{type(exc).__name__}: {exc}")
-    return end_job(store, job_id, state, error=error)
+    return end_job_past_soft_limit(store, job_id, state, error=error)
 
 
 def sign_webhook(secret, msg_id, timestamp, body):
