@@ -22,6 +22,7 @@ from . import liveness
 from .celery_app import app
 from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
+from .submit import send_pass
 from .records import problem, utcnow_iso
 from .tasks import _label_codes, deliver_session_webhook, get_store, through_outage, zscore
 
@@ -435,10 +436,11 @@ def _next_pass(ss, sid, token):
 
 
 def _enqueue_pass(ss, sid, token):
-    """Enqueue the pass of task ``token`` (which holds the slot); if the queue is
-    unreachable, free the slot: the next answers that close a question queue a pass."""
+    """Enqueue the pass of task ``token`` (which holds the slot) on the broker of ``ss``'s settings, as
+    the service does (:func:`workers.submit.send_pass`); if the queue is unreachable, free the slot:
+    the next answers that close a question queue a pass."""
     try:
-        session_update.apply_async(args=[sid], task_id=token)
+        send_pass(ss.settings, sid, token)
     except Exception:  # noqa: BLE001
         log.exception("session %s: next pass not queued", sid)
         through_outage(ss.finish_update, sid, token)
