@@ -841,11 +841,27 @@ class SessionStore:
             args.append(record[1])
         return bool(self._slot_script(keys=keys, args=args))
 
+    def list_unsent(self, sid, token):
+        """List task ``token``'s pass of session ``sid`` as unsent, from now (before the slot is taken for it).
+
+        For a worker handing its slot on (``workers.session_tasks``): listed
+        first, a slot the new task takes is never held unlisted, and should
+        the process die before it sends the task (or :meth:`mark_sent`), a
+        live worker sends it (:func:`workers.liveness.dispatch_unsent`); a
+        slot the caller then does not get leaves the list at that sweep.
+
+        Parameters
+        ----------
+        sid, token : str
+        """
+        self.r.zadd(UNSENT_PASSES, {unsent_pass(sid, token): time.time()})
+
     def mark_sent(self, sid, token):
         """Note that task ``token``, which holds (or held) session ``sid``'s slot, was sent.
 
         The pass leaves :data:`UNSENT_PASSES`, where :meth:`create` and
-        :meth:`record_answers` listed it when they took the slot for it.
+        :meth:`record_answers` listed it when they took the slot for it (and
+        :meth:`list_unsent` before a worker handed the slot to it).
 
         Parameters
         ----------

@@ -507,3 +507,33 @@ def test_a_pass_the_sweep_could_not_send_is_sent_by_a_later_beat(lstore):
     [(_, task_id, _)] = _sent(lstore, "short")
     assert task_id not in (sid, refused) and lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
     assert lstore.r.zcard("shoal:sessions:unsent") == 0
+
+
+class _Killed(BaseException):
+    """Where a process is killed: nothing after it runs."""
+
+
+def test_a_next_pass_whose_worker_died_before_sending_it_is_sent_once_the_grace_has_passed(lstore, monkeypatch):
+    """A pass ending with answers pending hands its slot to the next pass, then sends that task: its
+    process killed in between left the slot with a task never sent (the lost worker's recovery hands on
+    only the slot of the task it ran) until the slot expired, and, nothing left to answer, for good."""
+    from workers import session_tasks
+
+    def killed(*args):
+        raise _Killed
+
+    ss, sid = _unsent_session(lstore)
+    ss.mark_sent(sid, sid)
+    assert ss.claim_update(sid, sid)  # the first pass runs
+    assert not ss.request_update(sid, "answers")  # answers meanwhile: one more pass pending
+    monkeypatch.setattr(session_tasks, "_enqueue_pass", killed)
+    with pytest.raises(_Killed):
+        session_tasks._close_pass(ss, sid, sid, ss.get(sid), ("ACTIVE", 0), 0.1)
+    new = lstore.r.get(ss._key(sid, ":update")).decode()
+    assert new != sid and _sent(lstore, "short") == []
+    assert lstore.r.zrange("shoal:sessions:unsent", 0, -1) == [f"{sid}:{new}".encode()], "not listed as unsent"
+    _past_grace_passes(lstore, f"{sid}:{new}")
+    assert _beat(lstore, "alive:2") == [f"session:{sid}"]
+    [(_, task_id, args)] = _sent(lstore, "short")
+    assert args == [sid] and lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
+    assert not ss.claim_update(sid, new)  # the task never sent, should it come after all, runs nothing
