@@ -60,7 +60,20 @@ UNSENT_PASSES = f"{PREFIX}sessions:unsent"
 
 
 def unsent_pass(sid, token):
-    """The member of :data:`UNSENT_PASSES` naming session ``sid``'s pass as task ``token``."""
+    """The member of :data:`UNSENT_PASSES` naming session ``sid``'s pass as task ``token``.
+
+    Parameters
+    ----------
+    sid : str
+        The session id (``ses_`` and hex digits: no ``:``).
+    token : str
+        The Celery task id of the pass.
+
+    Returns
+    -------
+    str
+        ``"{sid}:{token}"``.
+    """
     return f"{sid}:{token}"
 
 
