@@ -29,7 +29,11 @@ class Settings:
     ``worker_lost_after`` how long after it ran out the worker counts as lost
     and a live worker re-dispatches its jobs and session passes
     (:mod:`workers.liveness`), instead of the broker redelivering them only
-    after ``visibility_timeout``.
+    after ``visibility_timeout``. ``unsent_grace`` is how long after a request
+    wrote a job or took a session's re-clustering slot a live worker sends the
+    task that request never sent (:func:`workers.liveness.dispatch_unsent`):
+    keep it longer than gunicorn lets a request run (120 s), or a slow request's
+    task may be sent twice (the second one runs nothing, at a cost).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -41,6 +45,7 @@ class Settings:
     max_attempts: int = 3
     worker_heartbeat_ttl: float = 15.0
     worker_lost_after: float = 30.0
+    unsent_grace: float = 180.0
     job_ttl: int = 7 * 24 * 3600
     dataset_ttl: int = 30 * 24 * 3600
     progress_interval: float = 1.0
@@ -61,6 +66,7 @@ class Settings:
             max_attempts=_env_int("SHOAL_MAX_ATTEMPTS", cls.max_attempts),
             worker_heartbeat_ttl=_env_float("SHOAL_WORKER_HEARTBEAT_TTL", cls.worker_heartbeat_ttl),
             worker_lost_after=_env_float("SHOAL_WORKER_LOST_AFTER", cls.worker_lost_after),
+            unsent_grace=_env_float("SHOAL_UNSENT_GRACE", cls.unsent_grace),
             job_ttl=_env_int("SHOAL_JOB_TTL", cls.job_ttl),
             dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
             progress_interval=_env_float("SHOAL_PROGRESS_INTERVAL", cls.progress_interval),
@@ -76,6 +82,8 @@ class Settings:
         if s.worker_heartbeat_ttl <= 0 or s.worker_lost_after < 0:
             raise ValueError("need SHOAL_WORKER_HEARTBEAT_TTL > 0 and SHOAL_WORKER_LOST_AFTER >= 0, got "
                              f"{s.worker_heartbeat_ttl}, {s.worker_lost_after}")
+        if s.unsent_grace <= 0:
+            raise ValueError(f"need SHOAL_UNSENT_GRACE > 0, got {s.unsent_grace}")
         if s.unacked_mutex_expire < 1:
             raise ValueError(f"need SHOAL_UNACKED_MUTEX_EXPIRE >= 1, got {s.unacked_mutex_expire}")
         return s

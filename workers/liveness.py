@@ -42,7 +42,7 @@ import time
 import uuid
 
 from . import stats
-from .config import PREFIX
+from .config import PREFIX, Settings
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +52,10 @@ WORKER_NAME_ENV = "SHOAL_WORKER_NAME"
 
 WORKERS = f"{PREFIX}workers"
 
-#: Seconds after its creation a job whose first task was not sent counts as abandoned by its request
-#: (:func:`dispatch_unsent_jobs`): longer than gunicorn lets a request run (``service.gunicorn_conf``, 120 s).
-UNSENT_GRACE = 180
+#: Seconds after its creation a job whose first task was not sent (or a session pass whose slot a request took)
+#: counts as abandoned by its request (:func:`dispatch_unsent`), by default: longer than gunicorn lets a request run
+#: (``service.gunicorn_conf``, 120 s). ``SHOAL_UNSENT_GRACE`` sets it (``Settings.unsent_grace``).
+UNSENT_GRACE = Settings.unsent_grace
 
 
 def running_key(name):
@@ -179,50 +180,88 @@ def beat(store, name):
             continue  # another live worker is recovering it
         recovered += recover_worker(store, lost)
         store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
-    return recovered + dispatch_unsent_jobs(store)
+    return recovered + dispatch_unsent(store)
 
 
-def dispatch_unsent_jobs(store, grace=UNSENT_GRACE):
-    """Send the task of each job whose creating request died before sending it.
+def dispatch_unsent(store, grace=None):
+    """Send the tasks that the requests which made them died before sending: jobs' and session passes'.
 
     ``POST /v1/jobs`` writes the job (:meth:`workers.store.Store.create_job`)
     and then sends its task: a gunicorn worker killed in between (a new
     worker's first send also opens the broker connection) left the job QUEUED
-    with no task, never to run, never to expire, holding its dataset. A job
-    still listed as unsent ``grace`` seconds after its creation is
-    dispatched to a new task, by one live worker (claimed in the transaction
-    that dispatches it, :meth:`workers.store.Store.dispatch_unsent`). It
-    stays listed until that task is sent: a task the broker refused is tried
-    again at the next beat, and a job whose sweep lost Redis or died before
-    the send is dispatched again ``grace`` seconds later.
+    with no task, never to run, never to expire, holding its dataset. So did
+    ``POST /v1/sessions`` with a session (INITIALIZING, no first pass), and
+    ``POST .../answers`` that took a session's re-clustering slot for a pass
+    (:meth:`workers.session_store.SessionStore.record_answers`) with the
+    slot, until it expired, and the questions that pass was for. Each is
+    listed as unsent in the step that creates it (jobs in
+    :data:`workers.store.UNSENT`, passes in
+    :data:`workers.session_store.UNSENT_PASSES`) until its task is sent. One
+    still listed ``grace`` seconds later is dispatched to a new task, by one
+    live worker (claimed in the step that dispatches it:
+    :meth:`workers.store.Store.dispatch_unsent`,
+    :meth:`workers.session_store.SessionStore.dispatch_unsent`, which hands
+    the slot to the new task only if the unsent one never started, so no
+    session runs two passes at once). It stays listed until that task is
+    sent: a task the broker refused is tried again at the next beat, and one
+    whose sweep lost Redis or died before the send is dispatched again
+    ``grace`` seconds later.
 
     Parameters
     ----------
     store : workers.store.Store
-    grace : float, seconds
+    grace : float, seconds, optional
+        Default ``store.settings.unsent_grace`` (``SHOAL_UNSENT_GRACE``,
+        :data:`UNSENT_GRACE`): longer than gunicorn lets a request run.
 
     Returns
     -------
     list of str
-        ``"job:{id}"`` of the jobs sent.
+        ``"job:{id}"`` and ``"session:{id}"`` of the work sent.
     """
-    from .submit import send_job
+    from .session_store import UNSENT_PASSES, SessionStore, unsent_pass
+    from .store import UNSENT
+    from .submit import send_job, send_pass
 
+    cutoff = time.time() - (store.settings.unsent_grace if grace is None else grace)
+    sessions = SessionStore(store)
+
+    def dispatch_job(jid, new):
+        return (jid, jid) if store.dispatch_unsent(jid, new, cutoff) else None
+
+    def dispatch_pass(member, new):
+        sid = sessions.dispatch_unsent(member, new, cutoff)
+        return None if sid is None else (sid, unsent_pass(sid, new))
+
+    return (_send_unsent(store, UNSENT, "job", dispatch_job, send_job, cutoff)
+            + _send_unsent(store, UNSENT_PASSES, "session", dispatch_pass, send_pass, cutoff))
+
+
+def _send_unsent(store, listing, kind, dispatch, send, cutoff):
+    """The sweep of :func:`dispatch_unsent` over one list of unsent work (``listing``).
+
+    ``dispatch(member, new_task_id)`` claims a member listed since before
+    ``cutoff`` for a new task and returns ``(id, member listed for the new
+    task)``, or None: nothing to send.
+    ``send(settings, id, new_task_id)`` sends it. Returns the units sent
+    (``"{kind}:{id}"``).
+    """
     out = []
-    cutoff = time.time() - grace
-    for jid in store.unsent_since(cutoff):
+    for member in store.unsent_since(cutoff, listing=listing):
         new = uuid.uuid4().hex
-        if not store.dispatch_unsent(jid, new, cutoff):
+        claimed = dispatch(member, new)
+        if claimed is None:
             continue  # started, ended or gone meanwhile, or another live worker took it
+        uid, listed = claimed
         try:
-            send_job(store.settings, jid, new)
+            send(store.settings, uid, new)
         except Exception:  # noqa: BLE001 - the next beat tries again
-            store.retry_unsent(jid)
-            log.warning("job %s: unsent task not sent", jid, exc_info=True)
+            store.retry_unsent(listed, listing)
+            log.warning("%s %s: unsent task not sent", kind, uid, exc_info=True)
             continue
-        store.mark_sent(jid)
-        log.warning("job %s: its request never sent its task; sent as %s", jid, new)
-        out.append(f"job:{jid}")
+        store.mark_sent(listed, listing)
+        log.warning("%s %s: its request never sent its task; sent as %s", kind, uid, new)
+        out.append(f"{kind}:{uid}")
     return out
 
 

@@ -2,7 +2,8 @@
 
 Each runs atomically inside Redis (``register_script``): recording a batch of
 answers with their outcomes, the budget and the counters, leasing questions to a worker, taking the
-waiting questions for a pass, holding the re-clustering slot, ending a
+waiting questions for a pass, holding the re-clustering slot (and handing it
+on from a task never sent), ending a
 re-clustering pass, withdrawing questions, updating a record only while it
 exists. Kept apart from the store's Python so that each file stays readable;
 the comments above each script give its keys, arguments and result.
@@ -25,11 +26,12 @@ return 1
 # KEYS: [1] the record, [2] the questions hash, [3] the assignments hash, [4] the
 # ready list, [5] the answer log, [6] the service-wide session stats hash, [7] the
 # re-clustering slot, [8] its pending flag, [9] the task that claimed the slot last
-# (SLOT_LUA); then two per answer: its question's answer list and lease zset.
+# (SLOT_LUA), [10] the list of passes not sent yet; then two per answer: its
+# question's answer list and lease zset.
 # ARGV: [1] answers per question, [2] the TTL (s) of the keys written, [3] the
 # record's updated_at (JSON), [4] answers of the request rejected before recording
 # (counted as received and rejected), [5] a new task id ('': request no pass),
-# [6] the slot's expiry (s),
+# [6] the slot's expiry (s), [7] the new task's member of KEYS[10], [8] now (Unix s),
 # then five per answer: question id, assignment id ('' none), the stored answer
 # (JSON), worker id ('' none), the logged answer (JSON, with its question id).
 #
@@ -65,7 +67,11 @@ return 1
 # waits is taken over for ARGV[5] too: it may have been reserved by the request
 # that died before enqueueing its task, which would hold it, and the questions,
 # until it expires. If that task was queued after all, it finds the slot not its
-# own and runs nothing.
+# own and runs nothing. A slot taken for ARGV[5] lists that task in KEYS[10] as
+# not sent yet, in this step: should the request die before it sends the task, a
+# live worker sends it (workers.liveness.dispatch_unsent); without a retry the slot
+# was held, and the questions waited, until the slot expired (an hour), and for good
+# when no answer came after that (no question left to lease).
 #
 # Returns false if the session does not exist (nothing written), else
 # {revision, enqueue, outcome 1, outcome 2, ...}: an outcome is 'accepted',
@@ -74,9 +80,9 @@ return 1
 # ARGV[5]'s (the caller enqueues that task), else 0.
 ANSWERS_LUA = """
 local rec, qkey, assign, ready, log, stats, slot = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7]
-local pending, claimed = KEYS[8], KEYS[9]
+local pending, claimed, unsent = KEYS[8], KEYS[9], KEYS[10]
 local needed, ttl, updated, refused = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3], tonumber(ARGV[4])
-local token, slot_ttl = ARGV[5], tonumber(ARGV[6])
+local token, slot_ttl, member, now = ARGV[5], tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
 if redis.call('EXISTS', rec) == 0 then return false end
 local budget = tonumber(redis.call('HGET', rec, 'budget'))
 local committed = tonumber(redis.call('HGET', rec, 'budget_committed'))
@@ -161,11 +167,11 @@ end
 
 local out, counts = {}, {accepted = 0, duplicate = 0, late = 0, rejected = refused}
 local closed = false
-local n = (#ARGV - 6) / 5
+local n = (#ARGV - 8) / 5
 for i = 1, n do
-  local a = 6 + 5 * (i - 1)
+  local a = 8 + 5 * (i - 1)
   local outcome = record(ARGV[a + 1], ARGV[a + 2], ARGV[a + 3], ARGV[a + 4], ARGV[a + 5],
-                         KEYS[9 + 2 * i - 1], KEYS[9 + 2 * i])
+                         KEYS[10 + 2 * i - 1], KEYS[10 + 2 * i])
   if outcome == 'accepted:ready' then closed = true end
   local word = string.match(outcome, '^[a-z]+')
   counts[word] = counts[word] + 1
@@ -199,6 +205,7 @@ local holder = redis.call('GET', slot)
 if token ~= '' and (closed or waiting_dup or (waiting > 0 and not holder)) then
   if not holder or (waiting_dup and holder ~= redis.call('GET', claimed)) then
     redis.call('SET', slot, token, 'EX', slot_ttl)
+    redis.call('ZADD', unsent, now, member)
     out[2] = 1
   else
     redis.call('SET', pending, '1', 'EX', slot_ttl)
@@ -327,6 +334,23 @@ if redis.call('DEL', KEYS[1]) == 1 then
 end
 if redis.call('GET', KEYS[2]) == ARGV[1] then return 1 end
 return 0
+"""
+
+
+# The sweep of passes whose task was never sent (SessionStore.dispatch_unsent): KEYS[1] the list
+# of unsent passes, KEYS[2] the session's slot, KEYS[3] the task that last claimed it; ARGV[1] the
+# member listed, ARGV[2] its task, ARGV[3] the member of the new task ARGV[4], ARGV[5] the time
+# (Unix s) before which ARGV[1] must have been listed, ARGV[6] now, ARGV[7] the slot's expiry (s).
+# ARGV[1] leaves the list; if its task still holds the slot and never claimed it, the slot goes to
+# ARGV[4], listed from now. Returns 1 if so (the caller sends ARGV[4]), else 0.
+UNSENT_PASS_LUA = """
+local listed = redis.call('ZSCORE', KEYS[1], ARGV[1])
+if not listed or tonumber(listed) > tonumber(ARGV[5]) then return 0 end
+redis.call('ZREM', KEYS[1], ARGV[1])
+if redis.call('GET', KEYS[2]) ~= ARGV[2] or redis.call('GET', KEYS[3]) == ARGV[2] then return 0 end
+redis.call('SET', KEYS[2], ARGV[4], 'EX', tonumber(ARGV[7]))
+redis.call('ZADD', KEYS[1], tonumber(ARGV[6]), ARGV[3])
+return 1
 """
 
 

@@ -24,7 +24,9 @@ Layout (prefix ``shoal:session:{id}``)::
     :item_ids         string  JSON list: the dataset's item ids, copied when the dataset is deleted
                               (DatasetStoreMixin.delete_dataset; read by item_ids)
 
-and ``shoal:sessions``, a sorted set of session ids by creation time (listing).
+and ``shoal:sessions``, a sorted set of session ids by creation time (listing), and
+``shoal:sessions:unsent`` (:data:`UNSENT_PASSES`), the passes whose task a request took the slot for
+and has not sent yet.
 
 The web process only records answers and leases questions; aggregation and
 re-clustering run on a worker (``workers.session_tasks``).
@@ -41,7 +43,7 @@ from . import stats
 from .config import PREFIX
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
 from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_PENDING_LUA, TAKE_READY_LUA,
-                              UPDATE_LUA, WITHDRAW_LUA)
+                              UNSENT_PASS_LUA, UPDATE_LUA, WITHDRAW_LUA)
 from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
@@ -51,6 +53,29 @@ _INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listin
 DEFAULT_LEASE_SECONDS = 600
 #: Session states in which a worker may still read the session's dataset.
 OPEN_STATES = ("INITIALIZING", "ACTIVE")
+#: Passes whose task a request took the slot for and has not sent yet: ``"{session id}:{task id}"`` -> the
+#: time the slot was taken (or handed on by the sweep), until the task is sent (:meth:`SessionStore.mark_sent`).
+#: Should the request die before sending it, a live worker sends it (:func:`workers.liveness.dispatch_unsent`),
+#: as it does a job's in ``jobs:unsent``.
+UNSENT_PASSES = f"{PREFIX}sessions:unsent"
+
+
+def unsent_pass(sid, token):
+    """The member of :data:`UNSENT_PASSES` naming session ``sid``'s pass as task ``token``.
+
+    Parameters
+    ----------
+    sid : str
+        The session id (``ses_`` and hex digits: no ``:``).
+    token : str
+        The Celery task id of the pass.
+
+    Returns
+    -------
+    str
+        ``"{sid}:{token}"``.
+    """
+    return f"{sid}:{token}"
 
 
 class RecordedAnswers(NamedTuple):
@@ -88,6 +113,7 @@ class SessionStore:
         self._take_ready_script = self.r.register_script(TAKE_READY_LUA)
         self._slot_script = self.r.register_script(SLOT_LUA)
         self._take_pending_script = self.r.register_script(TAKE_PENDING_LUA)
+        self._unsent_script = self.r.register_script(UNSENT_PASS_LUA)
 
     def _key(self, sid, suffix=""):
         return f"{PREFIX}session:{sid}{suffix}"
@@ -100,6 +126,12 @@ class SessionStore:
 
         Raises :class:`workers.dataset_store.DatasetGone` when the dataset no longer
         exists (the record is written in ``Store.on_dataset``'s transaction).
+        The same transaction takes the re-clustering slot for the first pass,
+        whose task id is the session id (:func:`workers.submit.start_session`
+        sends it), and lists that pass as unsent until :meth:`mark_sent`:
+        should the caller die before sending it, a live worker sends it
+        (:func:`workers.liveness.dispatch_unsent`). The session stayed
+        INITIALIZING with no pass queued, holding its dataset, until it expired.
         """
         sid = new_id("ses")
         now = time.time()
@@ -122,6 +154,8 @@ class SessionStore:
         def write(pipe):
             pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
             pipe.zadd(_INDEX, {sid: now})
+            pipe.set(self._key(sid, ":update"), sid, ex=self._slot_ttl())  # the first pass's task holds it
+            pipe.zadd(UNSENT_PASSES, {unsent_pass(sid, sid): now})
             self.store.add_dataset_user(pipe, dataset_id, "session", sid)
             stats.session_created(pipe, question_type)
 
@@ -479,7 +513,13 @@ class SessionStore:
         request may have taken it and never enqueued its task, which would hold
         the slot, and the questions, until the slot expires, so the retry's
         task takes it over (a task that was enqueued after all runs nothing,
-        :meth:`claim_update` being false for it).
+        :meth:`claim_update` being false for it). A slot taken lists its task
+        in :data:`UNSENT_PASSES` in the same step, until the caller sent it
+        (:meth:`mark_sent`): a request that died before, and had no retry,
+        left the slot held until it expired (``hard_time_limit`` + 60 s), and
+        its questions waiting for good when no answer came after that (none
+        left to lease); a live worker sends the task now
+        (:func:`workers.liveness.dispatch_unsent`).
         """
         if answers_per_question is None:  # the caller has not read the record
             rec = self.get(sid)
@@ -490,9 +530,9 @@ class SessionStore:
         token = uuid.uuid4().hex if request_pass else ""
         keys = [self._key(sid), self._key(sid, ":questions"), self._key(sid, ":assignments"),
                 self._key(sid, ":ready"), self._key(sid, ":answer_log"), stats.SESSIONS, self._key(sid, ":update"),
-                self._key(sid, ":update_pending"), self._key(sid, ":update_claimed")]
+                self._key(sid, ":update_pending"), self._key(sid, ":update_claimed"), UNSENT_PASSES]
         args = [answers_per_question, self.settings.job_ttl, json.dumps(utcnow_iso(now)), int(refused), token,
-                self._slot_ttl()]
+                self._slot_ttl(), unsent_pass(sid, token), repr(now)]
         for a in answers:
             qid, worker, assignment = a["question_id"], a.get("worker_id"), a.get("assignment_id")
             given = {"answer": a["answer"], "worker_id": worker, "assignment_id": assignment, "revision": revision,
@@ -815,6 +855,70 @@ class SessionStore:
             keys.append(record[0])
             args.append(record[1])
         return bool(self._slot_script(keys=keys, args=args))
+
+    def list_unsent(self, sid, token):
+        """List task ``token``'s pass of session ``sid`` as unsent, from now (before the slot is taken for it).
+
+        For a worker handing its slot on (``workers.session_tasks``): listed
+        first, a slot the new task takes is never held unlisted, and should
+        the process die before it sends the task (or :meth:`mark_sent`), a
+        live worker sends it (:func:`workers.liveness.dispatch_unsent`); a
+        slot the caller then does not get leaves the list at that sweep.
+
+        Parameters
+        ----------
+        sid, token : str
+        """
+        self.r.zadd(UNSENT_PASSES, {unsent_pass(sid, token): time.time()})
+
+    def mark_sent(self, sid, token):
+        """Note that task ``token``, which holds (or held) session ``sid``'s slot, was sent.
+
+        The pass leaves :data:`UNSENT_PASSES`, where :meth:`create` and
+        :meth:`record_answers` listed it when they took the slot for it (and
+        :meth:`list_unsent` before a worker handed the slot to it).
+
+        Parameters
+        ----------
+        sid, token : str
+        """
+        self.store.mark_sent(unsent_pass(sid, token), UNSENT_PASSES)
+
+    def dispatch_unsent(self, member, new_token, listed_before):
+        """Hand the slot of a pass whose task was never sent to task ``new_token``, which the caller sends.
+
+        The claim of the caller (:func:`workers.liveness.dispatch_unsent`),
+        in one step: ``member`` leaves :data:`UNSENT_PASSES`; if its task
+        still holds the slot and never started (:meth:`claim_update`), the
+        slot goes to ``new_token`` and the pass of ``new_token`` is listed
+        from now, until the caller sends it (:meth:`mark_sent`); should the
+        caller not, another live worker's sweep hands it over again once it
+        is listed since before that sweep's ``listed_before``. The unsent task,
+        should it come after all, runs nothing (the slot is not its own), so
+        the session never has two passes at once; a pass that started, a slot
+        released, handed on or expired, and a session deleted (its slot with
+        it) are left alone.
+
+        Parameters
+        ----------
+        member : str
+            ``"{session id}:{task id}"``, as :meth:`workers.store.Store.unsent_since` lists them.
+        new_token : str
+            A new task id.
+        listed_before : float, Unix seconds
+            ``member`` must have been listed since before then.
+
+        Returns
+        -------
+        str or None
+            The session id if the slot is ``new_token``'s now (send its
+            task), else None (nothing to send).
+        """
+        sid, _, token = member.partition(":")
+        keys = [UNSENT_PASSES, self._key(sid, ":update"), self._key(sid, ":update_claimed")]
+        done = self._unsent_script(keys=keys, args=[member, token, unsent_pass(sid, new_token), new_token,
+                                                    repr(listed_before), repr(time.time()), self._slot_ttl()])
+        return sid if done else None
 
     def take_pending(self, sid, token=None):
         """Consume the pending flag; True if another pass is needed.

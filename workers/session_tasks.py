@@ -423,24 +423,37 @@ def _close_pass(ss, sid, token, rec, outcome, seconds):
     through_outage(ss.finish_update, sid, token)
     # Answers that arrived between the check and the release set the flag
     # while the slot was still ours: take the slot back for one more pass.
-    new = uuid.uuid4().hex
-    if through_outage(ss.take_pending, sid, uuid.uuid4().hex) and through_outage(ss.acquire_update, sid, new):
-        _enqueue_pass(ss, sid, new)
+    if through_outage(ss.take_pending, sid, uuid.uuid4().hex):
+        new = uuid.uuid4().hex
+        through_outage(ss.list_unsent, sid, new)  # see _next_pass
+        if through_outage(ss.acquire_update, sid, new):
+            _enqueue_pass(ss, sid, new)
 
 
 def _next_pass(ss, sid, token):
-    """Hand the slot of task ``token`` to a new task and enqueue it."""
+    """Hand the slot of task ``token`` to a new task and enqueue it.
+
+    The new task is listed as unsent first (``SessionStore.list_unsent``): a
+    process killed between the hand-over and the send left the slot with a
+    task never sent, which the lost worker's recovery did not see (it hands
+    on only the slot of the task it lost), until the slot expired (an hour),
+    and the questions of that pass waiting for good when nothing was left to
+    answer. A live worker sends it now (:func:`workers.liveness.dispatch_unsent`).
+    """
     new = uuid.uuid4().hex
+    through_outage(ss.list_unsent, sid, new)
     if through_outage(ss.hand_over_update, sid, token, new):
         _enqueue_pass(ss, sid, new)
 
 
 def _enqueue_pass(ss, sid, token):
     """Enqueue the pass of task ``token`` (which holds the slot) on the broker of ``ss``'s settings, as
-    the service does (:func:`workers.submit.send_pass`); if the queue is unreachable, free the slot:
-    the next answers that close a question queue a pass."""
+    the service does (:func:`workers.submit.send_pass`), and note it sent; if the queue is unreachable,
+    free the slot: the next answers that close a question queue a pass."""
     try:
         send_pass(ss.settings, sid, token)
     except Exception:  # noqa: BLE001
         log.exception("session %s: next pass not queued", sid)
         through_outage(ss.finish_update, sid, token)
+        return
+    through_outage(ss.mark_sent, sid, token)

@@ -164,7 +164,7 @@ class Store(DatasetStoreMixin):
         record is written in :meth:`on_dataset`'s transaction).
         The job is listed as unsent until :meth:`mark_sent`: should the
         caller die before sending its task, a live worker sends it
-        (:func:`workers.liveness.dispatch_unsent_jobs`).
+        (:func:`workers.liveness.dispatch_unsent`).
         """
         jid = new_id("job")
         now = time.time()
@@ -215,33 +215,51 @@ class Store(DatasetStoreMixin):
     def _read(self, jid):
         return decode_record(self.r.hgetall(f"{PREFIX}job:{jid}"))
 
-    def mark_sent(self, jid):
-        """Note that job ``jid``'s task was sent (it leaves :data:`UNSENT`)."""
-        self.r.zrem(UNSENT, jid)
+    def mark_sent(self, member, listing=UNSENT):
+        """Note that the task of ``member`` was sent: it leaves the list of unsent work ``listing``.
 
-    def unsent_since(self, before, limit=100):
-        """Ids of jobs listed in :data:`UNSENT` since before ``before`` (Unix seconds), oldest first.
+        Parameters
+        ----------
+        member : str
+            A job id in :data:`UNSENT` (the default), or a session pass in
+            :data:`workers.session_store.UNSENT_PASSES`.
+        listing : str
+            The sorted set (member -> Unix seconds since it is listed).
+        """
+        self.r.zrem(listing, member)
+
+    def unsent_since(self, before, limit=100, listing=UNSENT):
+        """Members listed in ``listing`` (see :meth:`mark_sent`) since before ``before``, oldest first.
 
         Parameters
         ----------
         before : float, Unix seconds
         limit : int
-            At most this many ids.
+            At most this many.
+        listing : str
+            :data:`UNSENT` (job ids) or :data:`workers.session_store.UNSENT_PASSES`.
 
         Returns
         -------
         list of str
         """
-        return [raw.decode() for raw in self.r.zrangebyscore(UNSENT, "-inf", before, start=0, num=limit)]
+        return [raw.decode() for raw in self.r.zrangebyscore(listing, "-inf", before, start=0, num=limit)]
 
-    def retry_unsent(self, jid):
-        """List job ``jid`` as due at once again (its task was not sent), unless it left :data:`UNSENT`."""
-        self.r.zadd(UNSENT, {jid: 0}, xx=True)
+    def retry_unsent(self, member, listing=UNSENT):
+        """List ``member`` as due at once again (its task was not sent), unless it left ``listing``.
+
+        Parameters
+        ----------
+        member : str
+        listing : str
+            As for :meth:`mark_sent`.
+        """
+        self.r.zadd(listing, {member: 0}, xx=True)
 
     def dispatch_unsent(self, jid, new_task_id, listed_before):
         """Dispatch a job whose first task was never sent to task ``new_task_id``.
 
-        Claims the job for the caller (:func:`workers.liveness.dispatch_unsent_jobs`)
+        Claims the job for the caller (:func:`workers.liveness.dispatch_unsent`)
         in the transaction that dispatches it: the job stays listed in
         :data:`UNSENT`, from now, so that should the caller not send the task
         (its Redis or its process gone meanwhile) another live worker's sweep

@@ -5,7 +5,6 @@ sent by name through a producer-only Celery app.
 """
 
 import logging
-import uuid
 
 from kombu.exceptions import OperationalError
 
@@ -66,7 +65,7 @@ def submit_job(store, **job):
     If the broker cannot be reached the job is marked FAILED and the Redis
     error propagates (the service answers 503). Should the caller die
     between the two steps, a live worker sends the task later
-    (:func:`workers.liveness.dispatch_unsent_jobs`).
+    (:func:`workers.liveness.dispatch_unsent`).
     """
     rec = store.create_job(**job)
     try:
@@ -109,19 +108,12 @@ def enqueue_job_event(settings, job_id, callback_url):
         log.warning("job %s: ended, but its event could not be enqueued", job_id, exc_info=True)
 
 
-def submit_session_update(session_store, session_id):
-    """Enqueue a re-clustering of a session unless one is running or queued
-    (then it is marked pending and the task holding the slot enqueues one
-    more pass). The task's id is the slot's token
-    (:meth:`workers.session_store.SessionStore.request_update`)."""
-    token = uuid.uuid4().hex
-    if session_store.request_update(session_id, token):
-        send_session_update(session_store, session_id, token)
-
-
 def start_session(session_store, session_id):
-    """Enqueue a new session's first re-clustering pass (:func:`submit_session_update`).
+    """Enqueue a new session's first re-clustering pass: task ``session_id``, which holds the slot.
 
+    :meth:`workers.session_store.SessionStore.create` took the slot for it and
+    listed it as unsent: should the caller die before the task is sent, a
+    live worker sends it (:func:`workers.liveness.dispatch_unsent`).
     If the broker cannot be reached the session is marked FAILED with a
     ``queue_unavailable`` error, as :func:`submit_job` does for a job, and the
     error propagates (the service answers 503): left INITIALIZING, a session
@@ -132,7 +124,7 @@ def start_session(session_store, session_id):
     ----------
     session_store : workers.session_store.SessionStore
     session_id : str
-        A session just created, no pass queued yet.
+        A session just created (its first pass's task not sent yet).
 
     Raises
     ------
@@ -140,7 +132,7 @@ def start_session(session_store, session_id):
         The broker is unreachable.
     """
     try:
-        submit_session_update(session_store, session_id)
+        send_session_update(session_store, session_id, session_id)
     except Exception:
         from .records import problem
 
@@ -150,14 +142,15 @@ def start_session(session_store, session_id):
 
 
 def send_session_update(session_store, session_id, token):
-    """Enqueue the re-clustering task ``token``, which holds the session's slot.
+    """Enqueue the re-clustering task ``token``, which holds the session's slot, and note it sent.
 
     Parameters
     ----------
     session_store : workers.session_store.SessionStore
     session_id : str
     token : str
-        The task id the slot holds (``request_update`` or ``record_answers`` took it).
+        The task id the slot holds (``create`` or ``record_answers`` took it
+        and listed the pass as unsent: it leaves that list once sent).
 
     Raises
     ------
@@ -170,3 +163,7 @@ def send_session_update(session_store, session_id, token):
     except Exception:
         session_store.finish_update(session_id, token)
         raise
+    try:
+        session_store.mark_sent(session_id, token)
+    except Exception:  # noqa: BLE001 - queued all the same: the sweep hands the slot on only if it never started
+        log.warning("session %s: pass %s sent, but not marked sent", session_id, token, exc_info=True)

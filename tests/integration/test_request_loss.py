@@ -1,4 +1,4 @@
-"""A ``POST /v1/jobs`` whose gunicorn worker dies between writing the job and sending its task.
+"""A request whose gunicorn worker dies between writing its work and sending the task.
 
 Killing gunicorn workers under a stream of job submissions left jobs QUEUED
 with no task in the queue (2 of 8 killed requests: a new gunicorn worker's
@@ -6,7 +6,12 @@ first send opens the broker connection, a wide window): such a job never ran,
 had no expiry (records expire once finished) and held its dataset
 (``DELETE`` answered 409 ``dataset_in_use``). A live worker's heartbeat now
 sends the task of a job still unsent ``UNSENT_GRACE`` seconds after its
-creation (longer than gunicorn lets a request run).
+creation (longer than gunicorn lets a request run). The same for
+``POST /v1/sessions`` (a session INITIALIZING for good, holding its dataset)
+and for ``POST .../answers`` that took the session's re-clustering slot for a
+pass (the slot held until it expired, and the questions of that pass waiting
+for good when nothing was left to answer). Here the grace is
+``SHOAL_UNSENT_GRACE`` seconds.
 """
 
 import time
@@ -15,6 +20,7 @@ import numpy as np
 import pytest
 import redis
 import requests
+from sklearn.datasets import make_blobs
 
 from .helpers import own_stack, submit, upload, wait_done
 
@@ -26,13 +32,39 @@ ENV = {
     "SHOAL_VISIBILITY_TIMEOUT": "600",
     "SHOAL_WORKER_HEARTBEAT_TTL": "1",
     "SHOAL_WORKER_LOST_AFTER": "2",
+    "SHOAL_UNSENT_GRACE": "6",  # longer than the job test's wait within the grace (3 s)
 }
 
 
-@pytest.fixture()
-def beat_stack(tmp_path):
-    with own_stack(ENV, tmp_path, web_workers=1) as stack_and_base:
+@pytest.fixture(scope="module")
+def beat_stack(tmp_path_factory):
+    with own_stack(ENV, tmp_path_factory.mktemp("request-loss"), web_workers=1) as stack_and_base:
         yield stack_and_base
+
+
+def _session_store(stack):
+    from workers.config import Settings
+    from workers.session_store import SessionStore
+    from workers.store import Store
+
+    return SessionStore(Store.from_settings(Settings(redis_url=stack.redis_url)))
+
+
+def _wait_up_to_date(base, sid, timeout=60):
+    """The session's view once a pass brought its model up to date with its answers (not INITIALIZING)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
+        up_to_date = {c["type"]: c["status"] for c in s["conditions"]}["ModelUpToDate"] == "True"
+        if s["state"] != "INITIALIZING" and up_to_date:
+            return s
+        assert s["state"] != "FAILED" and time.monotonic() < deadline, f"no pass ran after {timeout} s: {s}"
+        time.sleep(0.1)
+
+
+def _blobs(base):
+    X, _ = make_blobs(60, centers=[[0, 0], [8, 8], [-8, 8]], cluster_std=0.6, random_state=1)
+    return upload(base, X)
 
 
 def test_a_job_whose_request_died_before_sending_its_task_is_sent_by_a_live_worker(beat_stack):
@@ -58,3 +90,51 @@ def test_a_job_whose_request_died_before_sending_its_task_is_sent_by_a_live_work
     assert job["state"] == "SUCCEEDED" and job["attempts"] == 1, job
     assert client.zcard("shoal:jobs:unsent") == 0
     assert requests.delete(f"{base}/v1/datasets/{did}", timeout=30).status_code == 204
+
+
+def test_a_session_whose_request_died_before_sending_its_first_pass_gets_it_from_a_live_worker(beat_stack):
+    """``POST /v1/sessions`` killed between the record and the first pass's task: the session stayed
+    INITIALIZING with no questions, for good, and its dataset's ``DELETE`` answered 409 until it expired."""
+    from schemas.sessions import URASCParamsSchema
+
+    stack, base = beat_stack
+    ss = _session_store(stack)
+    did = _blobs(base)
+    # what the dead request left: create_session's record (SessionStore.create), and no task
+    params = {**URASCParamsSchema().load({}), "scale": "zscore", "pool_size": 10}
+    sid = ss.create(dataset_id=did, strategy="urasc", n_clusters=3, budget=20, question_type="pairwise",
+                    answers_per_question=1, params=params, random_state=0)["id"]
+    assert requests.delete(f"{base}/v1/datasets/{did}", timeout=30).status_code == 409  # the session holds it
+    s = _wait_up_to_date(base, sid)
+    assert s["state"] == "ACTIVE" and s["observed_revision"] == 0, s
+    lease = requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 3, "worker_id": "w1"}, timeout=30)
+    assert len(lease.json()["questions"]) == 3, lease.text
+    assert ss.r.zcard("shoal:sessions:unsent") == 0
+    assert requests.delete(f"{base}/v1/sessions/{sid}", timeout=30).status_code == 204
+    assert requests.delete(f"{base}/v1/datasets/{did}", timeout=30).status_code == 204
+
+
+def test_a_pass_whose_answers_request_died_before_sending_it_is_sent_by_a_live_worker(beat_stack):
+    """``POST .../answers`` killed after its answers took the session's slot for a pass and before it sent
+    the task: the slot stayed held until it expired (the hard time limit and a minute: 3 min here, an hour
+    by default) with the answered question waiting, and for good when nothing was left to answer (here the
+    answer commits the whole budget: no question is leased any more, so no later answer queues the pass)."""
+    stack, base = beat_stack
+    ss = _session_store(stack)
+    did = _blobs(base)
+    r = requests.post(f"{base}/v1/sessions", json={"dataset_id": did, "budget": 1, "n_clusters": 3}, timeout=30)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    assert _wait_up_to_date(base, sid)["state"] == "ACTIVE"
+    [q] = ss.lease(sid, 1, "w1")
+    # what the dead request left: its answers recorded, with the slot taken for a pass (post_answers' step),
+    # and no task
+    rec = ss.get(sid)
+    done = ss.record_answers(sid, [{"question_id": q["question_id"], "answer": "must_link", "worker_id": "w1",
+                                    "assignment_id": "a1"}], rec["revision"], rec["answers_per_question"])
+    assert done.outcomes == ["accepted:ready"] and done.enqueue
+    assert requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 3, "worker_id": "w2"},
+                         timeout=30).json()["questions"] == []  # nothing left to answer
+    s = _wait_up_to_date(base, sid)
+    assert (s["state"], s["revision"], s["observed_revision"], s["budget_used"]) == ("COMPLETED", 1, 1, 1), s
+    assert not ss.r.exists(ss._key(sid, ":update")) and ss.r.zcard("shoal:sessions:unsent") == 0

@@ -21,14 +21,13 @@ from .redis_relay import RedisRelay
 
 @pytest.fixture()
 def lstore(store):
-    """The store with fast liveness settings and empty worker registry, queues and list of unsent jobs
-    (the jobs other tests create without sending a task would be sent by these tests' beats)."""
+    """The store with fast liveness settings and empty worker registry, queues and lists of unsent jobs and
+    session passes (the jobs other tests create without sending a task would be sent by these tests' beats)."""
     s = Store(store.r, replace(store.settings, worker_heartbeat_ttl=1.0, worker_lost_after=2.0))
-    for key in ("shoal:workers", "shoal:jobs:unsent", *s.settings.queues.values()):
-        store.r.delete(key)
+    keys = ("shoal:workers", "shoal:jobs:unsent", "shoal:sessions:unsent", *s.settings.queues.values())
+    store.r.delete(*keys)
     yield s
-    for key in ("shoal:workers", "shoal:jobs:unsent", *s.settings.queues.values()):
-        store.r.delete(key)
+    store.r.delete(*keys)
 
 
 def _sent(store, queue):
@@ -361,11 +360,11 @@ def test_a_job_whose_first_task_was_never_sent_is_sent_once_its_grace_has_passed
     assert lstore.r.zcard("shoal:jobs:unsent") == 0
 
 
-def _past_grace(lstore, *jids, again=False):
-    """List ``jids`` as unsent since before ``UNSENT_GRACE``, as they are once the grace has passed
-    (``again``: those still listed only)."""
+def _past_grace(lstore, *jids, again=False, listing="shoal:jobs:unsent"):
+    """List ``jids`` (or the session passes ``"{sid}:{task id}"`` in ``shoal:sessions:unsent``) as unsent
+    since before ``UNSENT_GRACE``, as they are once the grace has passed (``again``: those still listed only)."""
     old = liveness.time.time() - liveness.UNSENT_GRACE - 1
-    lstore.r.zadd("shoal:jobs:unsent", {jid: old for jid in jids}, xx=again)
+    lstore.r.zadd(listing, {jid: old for jid in jids}, xx=again)
 
 
 def test_an_unsent_job_whose_task_the_sweep_could_not_send_is_sent_by_a_later_beat(lstore):
@@ -415,3 +414,126 @@ def test_a_job_the_sweep_sent_but_could_not_mark_sent_is_sent_again_after_the_gr
     second = lstore.get_job(jid)["dispatch"]
     assert second != first and lstore.start_job(jid, task_id=first) is None
     assert lstore.start_job(jid, task_id=second)["state"] == "RUNNING"
+
+
+def _unsent_session(lstore):
+    """A session as ``POST /v1/sessions`` leaves it when it dies before sending the first pass's task (the
+    record, :meth:`SessionStore.create`), and its store."""
+    ss = SessionStore(lstore)
+    did = lstore.put_dataset(np.zeros((12, 2)), name="liveness")["id"]
+    sid = ss.create(dataset_id=did, strategy="urasc", n_clusters=2, budget=5, question_type="pairwise",
+                    answers_per_question=1, params={}, random_state=0)["id"]
+    return ss, sid
+
+
+def _past_grace_passes(lstore, *members):
+    _past_grace(lstore, *members, listing="shoal:sessions:unsent")
+
+
+def test_a_session_whose_first_pass_was_never_sent_gets_it_once_the_grace_has_passed(lstore):
+    """``POST /v1/sessions`` killed between the record and the first pass's task: the session stayed
+    INITIALIZING with nothing queued, holding its dataset. After the grace one live worker hands the slot
+    to a new task and sends it; the first task, should it come after all, runs nothing beside it."""
+    ss, sid = _unsent_session(lstore)
+    assert lstore.r.get(ss._key(sid, ":update")) == sid.encode()  # the first pass's task is the session id
+    assert _beat(lstore, "alive:2") == []  # within the grace: the request may still send it
+    _past_grace_passes(lstore, f"{sid}:{sid}")
+    assert _beat(lstore, "alive:2") == [f"session:{sid}"]
+    assert _beat(lstore, "alive:3") == []  # once
+    [(task, task_id, args)] = _sent(lstore, "short")
+    assert (task, args) == ("shoal.session_update", [sid]) and task_id != sid
+    assert lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
+    assert lstore.r.zcard("shoal:sessions:unsent") == 0
+    assert not ss.claim_update(sid, sid)  # the first task, come after all, runs no pass
+    assert ss.claim_update(sid, task_id)
+
+
+def test_a_first_pass_that_started_or_a_session_deleted_is_not_sent_again(lstore):
+    """A first pass whose request sent it and died before noting it (the pass started), or whose session
+    was deleted before the grace ran out: nothing is sent, and neither stays listed."""
+    ss, started = _unsent_session(lstore)
+    _, deleted = _unsent_session(lstore)
+    assert ss.claim_update(started, started)
+    assert ss.delete(deleted)
+    _past_grace_passes(lstore, f"{started}:{started}", f"{deleted}:{deleted}")
+    assert _beat(lstore, "alive:2") == []
+    assert _sent(lstore, "short") == [] and lstore.r.zcard("shoal:sessions:unsent") == 0
+    assert lstore.r.get(ss._key(started, ":update")) == started.encode()
+    assert not lstore.r.exists(ss._key(deleted, ":update"))
+
+
+def test_a_sent_pass_whose_slot_moved_on_leaves_the_list_without_a_new_task(lstore):
+    """A pass sent but not noted as sent, whose slot went on to the next pass (answers queued it, a retry
+    took it over): the sweep must leave that pass's slot alone, or two passes would run at once."""
+    ss, sid = _unsent_session(lstore)
+    assert ss.claim_update(sid, sid) and ss.hand_over_update(sid, sid, "pass-2")
+    _past_grace_passes(lstore, f"{sid}:{sid}")
+    assert _beat(lstore, "alive:2") == []
+    assert _sent(lstore, "short") == [] and lstore.r.get(ss._key(sid, ":update")) == b"pass-2"
+    assert lstore.r.zcard("shoal:sessions:unsent") == 0
+
+
+def test_answers_that_take_the_slot_list_their_pass_until_it_is_sent(lstore):
+    """``POST .../answers`` takes the slot for a pass in the step that records the answers: that pass is
+    listed as unsent in the same step (a request dying before the send left the slot held until it
+    expired, with the questions waiting, and for good if nothing was left to answer), and leaves the list
+    once the request sent it."""
+    from workers.submit import send_session_update
+
+    ss, sid = _unsent_session(lstore)
+    ss.finish_update(sid, sid)
+    ss.mark_sent(sid, sid)
+    ss.replace_pool(sid, [{"question_id": "q_0_1", "type": "pairwise", "items": [0, 1]}], 0)
+    done = ss.record_answers(sid, [{"question_id": "q_0_1", "answer": "must_link"}], 0, 1)
+    assert done.enqueue and lstore.r.get(ss._key(sid, ":update")) == done.enqueue.encode()
+    assert lstore.r.zscore("shoal:sessions:unsent", f"{sid}:{done.enqueue}") is not None
+    send_session_update(ss, sid, done.enqueue)
+    assert lstore.r.zcard("shoal:sessions:unsent") == 0
+    assert [t for _, t, _ in _sent(lstore, "short")] == [done.enqueue]
+
+
+def test_a_pass_the_sweep_could_not_send_is_sent_by_a_later_beat(lstore):
+    """The broker refused the task the sweep handed the slot to: the pass stays listed, due at once, and
+    the next beat hands the slot on again (from the task never sent) and sends it."""
+    ss, sid = _unsent_session(lstore)
+    _past_grace_passes(lstore, f"{sid}:{sid}")
+    no_broker = Store(lstore.r, replace(lstore.settings, redis_url="redis://127.0.0.1:1/1"))  # refused
+    lstore.r.zadd("shoal:workers", {"alive:2": liveness.server_time(lstore.r) + 1})
+    assert liveness.beat(no_broker, "alive:2") == []
+    refused = lstore.r.get(ss._key(sid, ":update")).decode()
+    assert refused != sid and _sent(lstore, "short") == []
+    assert lstore.r.zscore("shoal:sessions:unsent", f"{sid}:{refused}") == 0
+    assert _beat(lstore, "alive:2") == [f"session:{sid}"]
+    [(_, task_id, _)] = _sent(lstore, "short")
+    assert task_id not in (sid, refused) and lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
+    assert lstore.r.zcard("shoal:sessions:unsent") == 0
+
+
+class _Killed(BaseException):
+    """Where a process is killed: nothing after it runs."""
+
+
+def test_a_next_pass_whose_worker_died_before_sending_it_is_sent_once_the_grace_has_passed(lstore, monkeypatch):
+    """A pass ending with answers pending hands its slot to the next pass, then sends that task: its
+    process killed in between left the slot with a task never sent (the lost worker's recovery hands on
+    only the slot of the task it ran) until the slot expired, and, nothing left to answer, for good."""
+    from workers import session_tasks
+
+    def killed(*args):
+        raise _Killed
+
+    ss, sid = _unsent_session(lstore)
+    ss.mark_sent(sid, sid)
+    assert ss.claim_update(sid, sid)  # the first pass runs
+    assert not ss.request_update(sid, "answers")  # answers meanwhile: one more pass pending
+    monkeypatch.setattr(session_tasks, "_enqueue_pass", killed)
+    with pytest.raises(_Killed):
+        session_tasks._close_pass(ss, sid, sid, ss.get(sid), ("ACTIVE", 0), 0.1)
+    new = lstore.r.get(ss._key(sid, ":update")).decode()
+    assert new != sid and _sent(lstore, "short") == []
+    assert lstore.r.zrange("shoal:sessions:unsent", 0, -1) == [f"{sid}:{new}".encode()], "not listed as unsent"
+    _past_grace_passes(lstore, f"{sid}:{new}")
+    assert _beat(lstore, "alive:2") == [f"session:{sid}"]
+    [(_, task_id, args)] = _sent(lstore, "short")
+    assert args == [sid] and lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
+    assert not ss.claim_update(sid, new)  # the task never sent, should it come after all, runs nothing
