@@ -43,7 +43,7 @@ from ._graph import (
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import CCSKL_SELECT_MAX_SAMPLES, check_data, check_n_clusters, check_sparse_values
+from .validation import CCSKL_SELECT_MAX_SAMPLES, check_affinity, check_data, check_n_clusters
 
 __all__ = ["CCSKL"]
 
@@ -345,29 +345,9 @@ class CCSKL(ClusterMixin, BaseEstimator):
             self.callback(stage, float(fraction))
 
     def _check_affinity(self, X):
-        """Validate a precomputed affinity; returns symmetric CSR, zero diagonal."""
-        if sp.issparse(X):
-            W = sp.csr_matrix(X, dtype=np.float64)
-            if W.ndim != 2 or W.shape[0] != W.shape[1]:
-                raise InvalidInputError(f"a precomputed affinity must be square, got {W.shape}", field="X")
-            if not np.all(np.isfinite(W.data)):
-                raise InvalidInputError("the precomputed affinity has NaN or infinite entries", field="X")
-            check_sparse_values(W)  # the limit check_data puts on a dense affinity
-        else:
-            A = check_data(X)
-            if A.shape[0] != A.shape[1]:
-                raise InvalidInputError(f"a precomputed affinity must be square, got {A.shape}", field="X")
-            W = sp.csr_matrix(A)
-        if W.nnz and W.data.min() < 0:
-            raise InvalidInputError("the precomputed affinity has negative entries", field="X")
-        asym = abs(W - W.T)
-        scale = abs(W).max() if W.nnz else 1.0
-        if asym.nnz and asym.max() > 1e-10 * max(scale, 1.0):
-            raise InvalidInputError("the precomputed affinity is not symmetric", field="X")
-        W = sp.csr_matrix((W + W.T) * 0.5)
-        W.setdiag(0.0)
-        W.eliminate_zeros()
-        return W
+        """Validate a precomputed affinity (symmetric to 1e-10); returns symmetric CSR, zero diagonal."""
+        W = sp.csr_matrix(check_affinity(X, rtol=1e-10))  # zero diagonal, no stored zeros
+        return sp.csr_matrix((W + W.T) * 0.5)
 
     def _constraint_rows(self, pc, n):
         """Deduplicated (and optionally closed) pairs, kinds and weights + report."""

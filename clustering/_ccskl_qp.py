@@ -12,12 +12,18 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear, nnls
 from scipy.sparse.csgraph import connected_components
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh, lobpcg
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from sklearn.utils import check_random_state
 
 from ._constraints import MUST_LINK
 from ._graph import degrees, normalized_adjacency
-from ._spectral import SPARSE_ARPACK_MAXITER, fix_signs, top_eigenvectors
+from ._spectral import (
+    SPARSE_ARPACK_MAXITER,
+    fix_signs,
+    lanczos_top_eigenvectors,
+    lobpcg_top_eigenvectors,
+    top_eigenvectors,
+)
 
 # Above this many rows of the least-squares system (C11) the NNLS is solved on
 # the m x m Cholesky factor of G^T G instead of the tall G (spec §6).
@@ -174,12 +180,11 @@ def _laplacian_eigenpairs(W, m, random_state):
     v0 = rng.uniform(-1.0, 1.0, n)
     if n > _SHIFT_INVERT_MAX:
         try:
-            mu, F = eigsh(S, k=m, which="LA", v0=v0, tol=1e-9, maxiter=_LANCZOS_MAXITER)
+            mu, F = lanczos_top_eigenvectors(S, m, v0, _LANCZOS_MAXITER)
         except ArpackNoConvergence:
-            mu = None
-        if mu is not None:
-            order = np.argsort(mu)[::-1]
-            return 1.0 - mu[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, "eigsh-LA"
+            pass
+        else:
+            return 1.0 - mu, np.ascontiguousarray(F), isolated, "eigsh-LA"
     if n <= max(_SHIFT_INVERT_MAX, _SHIFT_INVERT_FALLBACK_MAX):
         L = (sp.identity(n, format="csr") - S).tocsc()
         for shift in _SHIFTS:
@@ -190,9 +195,8 @@ def _laplacian_eigenpairs(W, m, random_state):
             order = np.argsort(lam)
             name = "eigsh-shift-invert" if shift == _SHIFTS[0] else f"eigsh-shift-invert({shift:g})"
             return lam[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, name
-    mu, F = lobpcg(S, rng.standard_normal((n, m)), largest=True, tol=1e-8, maxiter=500)
-    order = np.argsort(mu)[::-1]
-    return 1.0 - mu[order], np.ascontiguousarray(fix_signs(F[:, order])), isolated, "lobpcg"
+    mu, F = lobpcg_top_eigenvectors(S, m, rng)
+    return 1.0 - mu, np.ascontiguousarray(F), isolated, "lobpcg"
 
 
 def _target_rows(n, pairs, kind, weight, pair_convention="ordered"):

@@ -8,7 +8,9 @@ One place for the eigen-solvers used by every spectral method:
 * :func:`additive_embedding` - Kamvar et al.'s ``N = (A + d_max I - D)/d_max``
   (B8-B9).
 * :func:`top_eigenvectors` - the solver: dense ``eigh`` for small n, ARPACK
-  ``eigsh(which="LA")`` otherwise, with a ``lobpcg`` / dense fallback.
+  ``eigsh(which="LA")`` otherwise, with a ``lobpcg`` / dense fallback. Its
+  Lanczos and LOBPCG steps (:func:`lanczos_top_eigenvectors`,
+  :func:`lobpcg_top_eigenvectors`) serve CCSKL's Laplacian eigenpairs too.
 """
 
 import warnings
@@ -109,15 +111,73 @@ def top_eigenvectors(M, k, *, random_state=None, dense_fallback=True):
     v0 = rng.uniform(-1, 1, n)
     dense = not sp.issparse(M)
     try:
-        vals, vecs = eigsh(M, k=k, which="LA", v0=v0, tol=1e-9,
-                           maxiter=DENSE_ARPACK_MAXITER if dense else SPARSE_ARPACK_MAXITER)
+        return lanczos_top_eigenvectors(M, k, v0, DENSE_ARPACK_MAXITER if dense else SPARSE_ARPACK_MAXITER)
     except ArpackNoConvergence:
         if dense:  # the matrix is held already: its dense solve has a bounded cost
             return _dense_top_eigenvectors(np.asarray(M), k, dense_fallback)
-        X0 = rng.standard_normal((n, k))
-        with warnings.catch_warnings():  # "not reaching the requested tolerance": bounded, see Notes
-            warnings.simplefilter("ignore", UserWarning)
-            vals, vecs = lobpcg(sp.csr_matrix(M), X0, largest=True, tol=1e-8, maxiter=500)
+    with warnings.catch_warnings():  # "not reaching the requested tolerance": bounded, see Notes
+        warnings.simplefilter("ignore", UserWarning)
+        return lobpcg_top_eigenvectors(sp.csr_matrix(M), k, rng)
+
+
+def lanczos_top_eigenvectors(M, k, v0, maxiter):
+    """The ``k`` algebraically largest eigenpairs by ARPACK: ``eigsh(which="LA", tol=1e-9)``.
+
+    The Lanczos step of :func:`top_eigenvectors` and of CCSKL's Laplacian eigenpairs; each caller
+    picks its own fallback when it does not converge.
+
+    Parameters
+    ----------
+    M : ndarray or sparse matrix of shape (n, n), float64
+        Symmetric.
+    k : int
+        ``1 <= k < n``.
+    v0 : ndarray of shape (n,), float64
+        ARPACK's start vector (the caller draws it, for determinism).
+    maxiter : int
+        ARPACK restarts allowed.
+
+    Returns
+    -------
+    values : ndarray of shape (k,), descending
+    vectors : ndarray of shape (n, k), orthonormal columns, signs fixed by :func:`fix_signs`
+
+    Raises
+    ------
+    scipy.sparse.linalg.ArpackNoConvergence
+        When ARPACK has not converged after ``maxiter`` restarts.
+    """
+    vals, vecs = eigsh(M, k=k, which="LA", v0=v0, tol=1e-9, maxiter=maxiter)
+    return _descending(vals, vecs)
+
+
+def lobpcg_top_eigenvectors(M, k, rng):
+    """The ``k`` algebraically largest eigenpairs by LOBPCG: the last resort of the sparse solvers.
+
+    At most 500 iterations from a standard normal ``(n, k)`` block, tolerance 1e-8. Where it stops
+    short of its tolerance its vectors are returned as they are (scipy warns; :func:`top_eigenvectors`
+    silences that warning).
+
+    Parameters
+    ----------
+    M : sparse matrix of shape (n, n), float64
+        Symmetric.
+    k : int
+        ``1 <= k < n``.
+    rng : numpy.random.RandomState
+        Draws the starting block.
+
+    Returns
+    -------
+    values : ndarray of shape (k,), descending
+    vectors : ndarray of shape (n, k), signs fixed by :func:`fix_signs`
+    """
+    vals, vecs = lobpcg(M, rng.standard_normal((M.shape[0], k)), largest=True, tol=1e-8, maxiter=500)
+    return _descending(vals, vecs)
+
+
+def _descending(vals, vecs):
+    """Eigenpairs ``vals (k,)``, ``vecs (n, k)`` in descending order of value, signs fixed."""
     order = np.argsort(vals)[::-1]
     return vals[order], fix_signs(vecs[:, order])
 
@@ -142,8 +202,7 @@ def _dense_top_eigenvectors(A, k, dense_fallback):
             # the subset driver's result.
             mu, U = np.linalg.eigh(A)
             return mu[::-1][:k], fix_signs(U[:, ::-1][:, :k])
-    order = np.argsort(vals)[::-1]
-    return vals[order], fix_signs(vecs[:, order])
+    return _descending(vals, vecs)
 
 
 def njw_embedding(W, n_components, *, random_state=None):

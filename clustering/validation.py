@@ -33,6 +33,7 @@ __all__ = [
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
     "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS",
+    "check_affinity",
     "check_data",
     "check_hierarchy",
     "check_n_clusters",
@@ -244,6 +245,72 @@ def check_sparse_values(S, *, name="X"):
     if not np.isfinite(v):
         raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
     _raise_too_large(name, r, c, f"{v:g}")
+
+
+def check_affinity(A, *, name="X", rtol=1e-8):
+    """Validate a precomputed affinity: square, finite (within ``±MAX_ABS_VALUE``), >= 0, symmetric.
+
+    Parameters
+    ----------
+    A : array-like or scipy sparse matrix of shape (n_samples, n_samples)
+        The affinity; the input is never modified.
+    name : str, default="X"
+        Field name used in error messages.
+    rtol : float, default=1e-8
+        Largest asymmetry ``|A[i, j] - A[j, i]|`` accepted, relative to ``max(1, max |A|)``.
+
+    Returns
+    -------
+    A : ndarray of shape (n_samples, n_samples) or scipy.sparse.csr_matrix, float64
+        A copy, dense or CSR as given, with a zero diagonal (and no stored zeros when sparse).
+
+    Raises
+    ------
+    InvalidInputError
+        What :func:`check_data` (dense) or :func:`check_sparse_values` (sparse) refuses, a matrix that
+        is not square, a negative entry or one that differs from its mirror by more than the
+        tolerance; a dense matrix's entry is named ``name[r][c]`` (``index=(r, c)``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_affinity(np.array([[1.0, 0.5], [0.5, 1.0]]))
+    array([[0. , 0.5],
+           [0.5, 0. ]])
+    """
+    if sparse.issparse(A):
+        A = sparse.csr_matrix(A, dtype=np.float64, copy=True)
+        if A.shape[0] != A.shape[1]:
+            raise InvalidInputError(f"{name} must be a square affinity matrix, got shape {A.shape}", field=name)
+        if not np.isfinite(A.data).all():
+            raise InvalidInputError(f"{name} has non-finite entries", field=name)
+        check_sparse_values(A, name=name)  # the limit check_data puts on a dense affinity
+        if (A.data < 0).any():
+            raise InvalidInputError(f"{name} has negative entries; affinities must be >= 0", field=name)
+        asym = abs(A - A.T)
+        if asym.nnz and asym.max() > rtol * max(1.0, abs(A).max()):
+            raise InvalidInputError(f"{name} is not symmetric", field=name)
+        A.setdiag(0.0)
+        A.eliminate_zeros()
+        return A
+    A = check_data(A, name=name).copy()
+    if A.shape[0] != A.shape[1]:
+        raise InvalidInputError(f"{name} must be a square affinity matrix, got shape {A.shape}", field=name)
+    neg = A < 0
+    if neg.any():
+        r, c = map(int, np.argwhere(neg)[0])
+        raise InvalidInputError(f"{name}[{r}][{c}] = {A[r, c]}; affinities must be >= 0", field=name, index=(r, c))
+    tol = rtol * max(1.0, float(np.abs(A).max()))
+    asym = np.abs(A - A.T) > tol
+    if asym.any():
+        r, c = map(int, np.argwhere(asym)[0])
+        raise InvalidInputError(
+            f"{name}[{r}][{c}] = {A[r, c]} but {name}[{c}][{r}] = {A[c, r]}; the affinity must be symmetric",
+            field=name,
+            index=(r, c),
+        )
+    np.fill_diagonal(A, 0.0)
+    return A
 
 
 def _raise_too_large(name, r, c, shown):

@@ -81,6 +81,7 @@ def create_app(config=None):
     app.before_request(body.check_unicode)
     app.before_request(body.check_long_integers)
     app.before_request(_check_path_ids)
+    app.after_request(_without_content_no_type)  # runs after _not_modified (reverse order of registration)
     app.after_request(_not_modified)
     idempotency.register(app)
 
@@ -152,14 +153,26 @@ def _not_modified(response):
     would answer 304 only for a strong match and without the ETag header, so
     its own check is replaced in :func:`create_app` and every conditional GET
     is answered here. The 304 keeps the headers (``ETag``, ``Retry-After``,
-    ..., as RFC 9110 15.4.5 asks) and drops the body.
+    ..., as RFC 9110 15.4.5 asks) and drops the body (and, in
+    :func:`_without_content_no_type`, its ``Content-Type``).
     """
     if request.method in ("GET", "HEAD") and response.status_code == 200 and request.if_none_match:
         etag, _ = response.get_etag()
         if etag and request.if_none_match.contains_weak(etag):
             response.status_code = 304
             response.set_data(b"")
-            response.headers.pop("Content-Type", None)
+    return response
+
+
+def _without_content_no_type(response):
+    """after_request: a 204 or 304 has no body, so no ``Content-Type`` claims one.
+
+    flask-smorest builds a ``@blp.response(204)`` view's answer with ``jsonify``: the ``DELETE``s of
+    datasets, jobs and sessions answered ``Content-Type: application/json`` with an empty body (which
+    is not JSON). Werkzeug drops the body of both, and the type of a 304 only; this drops the type of both.
+    """
+    if response.status_code in (204, 304):
+        response.headers.pop("Content-Type", None)
     return response
 
 

@@ -75,7 +75,41 @@ _TITLES = {
 }
 
 
+#: JSON pointer of a request member -> the code of a 422 about it alone (see :func:`_member_code`).
+_MEMBER_CODES = {"/constraints": "invalid_constraints"}
+
+
+def _member_code(code, errors):
+    """The code of a 422 ``invalid_input`` whose ``errors`` all lie in one member of :data:`_MEMBER_CODES`.
+
+    The service's own constraint checks (index range, self-pairs: :mod:`service.constraints`) answer
+    ``invalid_constraints``; the schema's (weights of another length than their pairs or outside (0, 1],
+    malformed or negative indices) and the body's (an over-long integer) answered ``invalid_input``.
+
+    Parameters
+    ----------
+    code : str
+        The code the problem was raised with.
+    errors : dict of str to list of str or None
+        JSON pointer -> messages.
+
+    Returns
+    -------
+    str
+        The member's code when ``code`` is ``invalid_input`` and every pointer is the member or inside
+        it; ``code`` otherwise (also for errors in two members).
+    """
+    if code != "invalid_input" or not errors:
+        return code
+    for member, member_specific in _MEMBER_CODES.items():
+        if all(p == member or p.startswith(member + "/") for p in errors):
+            return member_specific
+    return code
+
+
 def problem_response(status, code, detail, *, title=None, errors=None, headers=None, **extra):
+    if status == 422:
+        code = _member_code(code, errors)
     body = {
         "type": f"https://shoal.dev/problems/{code.replace('_', '-')}",
         "title": title or _TITLES.get(status, "Error"),

@@ -1,5 +1,6 @@
 """Jobs: submit (202 + Location + Retry-After), poll, result, affinity, cancel, list."""
 
+import hashlib
 import io
 
 import numpy as np
@@ -302,21 +303,29 @@ def get_result(job_id):
 
 
 @blp.route("/<string:job_id>/affinity", methods=["GET"])
+@blp.etag
 @blp.arguments(AffinityArgsSchema, location="query")
 @blp.response(200, AffinitySchema)
 @blp.doc(responses={"200": {"description": "JSON (format=json), or the stored sparse matrix as a .npz file "
                                            "(format=npz, scipy.sparse.load_npz reads it)",
                             "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Affinity"}},
                                         "application/octet-stream": {"schema": {"type": "string",
-                                                                                "format": "binary"}}}}})
+                                                                                "format": "binary"}}},
+                            "headers": {"ETag": "ETAG"}}})  # replaces the 200 that @blp.etag documents
 @problem_docs(blp, (404, "Unknown job or no learned matrix"), (409, "Job not SUCCEEDED (yet)"))
 def get_affinity(args, job_id):
-    """Learned affinity / kernel: top-k entries per row (JSON) or the stored sparse matrix (.npz)."""
+    """Learned affinity / kernel: top-k entries per row (JSON) or the stored sparse matrix (.npz).
+
+    A stored affinity never changes: its ETag, one per form (``.npz``, or JSON with its ``top_k``),
+    gets a 304 for a matching ``If-None-Match``.
+    """
     store = get_store()
     _result_or_error(store, job_id)
     raw = store.get_affinity_bytes(job_id)
     if raw is None:
         raise ApiError(404, "not_found", f"job {job_id} has no learned affinity or kernel")
+    blp.set_etag({"job_id": job_id, "affinity_sha256": hashlib.sha256(raw).hexdigest(), "format": args["format"],
+                  "top_k": args["top_k"] if args["format"] == "json" else None})
     if args["format"] == "npz":
         return send_file(io.BytesIO(raw), mimetype="application/octet-stream", as_attachment=True,
                          download_name=f"{job_id}-affinity.npz")

@@ -9,7 +9,6 @@ eigenvectors by ``D^{-1/2}`` and does not row-normalise), and its default rbf
 import numbers
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
@@ -17,54 +16,12 @@ from .._graph import gaussian_affinity, knn_gaussian_graph, kth_neighbor_sigma
 from .._params import Interval, Options, validate_params
 from .._spectral import kmeans_labels, njw_embedding, warn_if_disconnected
 from ..exceptions import InvalidInputError
-from ..validation import check_data, check_n_clusters, check_sparse_values
+from ..validation import check_affinity, check_data, check_n_clusters
 
 __all__ = ["SpectralClustering"]
 
 #: Multipliers of the default bandwidth tried by ``sigma="njw_search"`` (§1.2, [choice grid]).
 NJW_SIGMA_GRID = (0.25, 0.5, 1.0, 2.0, 4.0)
-
-
-def _check_precomputed(A, name="X"):
-    """Validate a precomputed affinity: square, finite, >= 0, symmetric.
-
-    Returns a float64 copy (dense ndarray or CSR) with a zero diagonal.
-    """
-    if sp.issparse(A):
-        A = sp.csr_matrix(A, dtype=np.float64, copy=True)
-        if A.shape[0] != A.shape[1]:
-            raise InvalidInputError(f"{name} must be a square affinity matrix, got shape {A.shape}", field=name)
-        if not np.isfinite(A.data).all():
-            raise InvalidInputError(f"{name} has non-finite entries", field=name)
-        check_sparse_values(A, name=name)  # the limit check_data puts on a dense affinity
-        if (A.data < 0).any():
-            raise InvalidInputError(f"{name} has negative entries; affinities must be >= 0", field=name)
-        asym = abs(A - A.T)
-        if asym.nnz and asym.max() > 1e-8 * max(1.0, abs(A).max()):
-            raise InvalidInputError(f"{name} is not symmetric", field=name)
-        A.setdiag(0.0)
-        A.eliminate_zeros()
-        return A
-    A = check_data(A, name=name).copy()
-    if A.shape[0] != A.shape[1]:
-        raise InvalidInputError(f"{name} must be a square affinity matrix, got shape {A.shape}", field=name)
-    neg = A < 0
-    if neg.any():
-        r, c = map(int, np.argwhere(neg)[0])
-        raise InvalidInputError(
-            f"{name}[{r}][{c}] = {A[r, c]}; affinities must be >= 0", field=name, index=(r, c)
-        )
-    tol = 1e-8 * max(1.0, float(np.abs(A).max()))
-    asym = np.abs(A - A.T) > tol
-    if asym.any():
-        r, c = map(int, np.argwhere(asym)[0])
-        raise InvalidInputError(
-            f"{name}[{r}][{c}] = {A[r, c]} but {name}[{c}][{r}] = {A[c, r]}; the affinity must be symmetric",
-            field=name,
-            index=(r, c),
-        )
-    np.fill_diagonal(A, 0.0)
-    return A
 
 
 def _build_affinity(X, affinity, sigma, n_neighbors):
@@ -82,7 +39,7 @@ def _build_affinity(X, affinity, sigma, n_neighbors):
 
 def _check_input(X, affinity):
     if affinity == "precomputed":
-        return _check_precomputed(X)
+        return check_affinity(X)
     return check_data(X)
 
 

@@ -102,6 +102,24 @@ def test_a_precomputed_affinity_counts_its_columns(make, sparse):
     assert est.n_features_in_ == len(X)
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("defect", ["asymmetric", "negative", "not square", "nan"])
+def test_every_precomputed_affinity_is_checked_alike(defect, sparse):
+    # CCSKL had its own copy of SpectralClustering's affinity check, with other messages and no cell named
+    d2 = ((X[:, None] - X[None]) ** 2).sum(-1)
+    A = np.exp(-d2 / 4.0)
+    A = {"asymmetric": A + np.triu(np.full_like(A, 0.3), 1), "negative": -A, "not square": A[:, :20],
+         "nan": np.where(A > 0.5, np.nan, A)}[defect]
+    seen = set()
+    for make, kw in ((lambda: cl.SpectralClustering(3, affinity="precomputed", random_state=0), {}),
+                     (lambda: cl.SpectralLearning(3, affinity="precomputed", random_state=0), PAIRWISE),
+                     (lambda: cl.CCSKL(3, affinity="precomputed", n_components=6, random_state=0), PAIRWISE)):
+        with pytest.raises(InvalidInputError) as exc:
+            make().fit(sp.csr_matrix(A) if sparse else A, **kw)
+        seen.add((str(exc.value), exc.value.field, exc.value.index))
+    assert len(seen) == 1, seen
+
+
 @pytest.mark.parametrize("name", ["URASC", "ActiveDCRC"])
 def test_a_restored_session_has_n_features_in(name):
     est = CASES[name][0]().fit(X)

@@ -73,6 +73,35 @@ def test_invalid_jobs_are_rejected_with_a_pointer(client, blobs_dataset, overrid
     assert pointer in r.json.get("errors", {}), r.json
 
 
+@pytest.mark.parametrize("constraints, pointer", [
+    ({"must_link": [[0, 1]], "must_link_weights": [0.5, 0.5]}, "/constraints/must_link_weights"),
+    ({"cannot_link": [[0, 1]], "cannot_link_weights": []}, "/constraints/cannot_link_weights"),
+    ({"must_link_weights": [0.5]}, "/constraints/must_link_weights"),
+    ({"must_link": [[0, 1]], "must_link_weights": [1.5]}, "/constraints/must_link_weights"),
+    ({"must_link": [[0]]}, "/constraints/must_link"),
+    ({"must_link": [[0, -1]]}, "/constraints/must_link"),
+    ({"must_link": [[0, 60]]}, "/constraints/must_link/0/1"),  # invalid_constraints already
+])
+@pytest.mark.parametrize("path", ["/v1/jobs", "/v1/constraints/check"])
+def test_every_constraint_problem_is_invalid_constraints(client, blobs_dataset, path, constraints, pointer):
+    # Weights of another length than their pairs (and the schema's other constraint checks) answered
+    # invalid_input, while an index out of range or a self-pair answers invalid_constraints.
+    body = {"dataset_id": blobs_dataset[0], "method": "e2cp", "n_clusters": 3, "constraints": constraints}
+    if path == "/v1/constraints/check":
+        body = {"dataset_id": body["dataset_id"], "constraints": constraints}
+    r = client.post(path, json=body)
+    assert r.status_code == 422 and r.mimetype == PROBLEM
+    assert r.json["code"] == "invalid_constraints" and list(r.json["errors"]) == [pointer], r.json
+    assert r.json["type"].endswith("/invalid-constraints")
+
+
+def test_errors_in_constraints_and_elsewhere_are_invalid_input(client, blobs_dataset):
+    r = submit(client, blobs_dataset[0], on_conflict="ignore",
+               constraints={"must_link": [[0, 1]], "must_link_weights": [0.5, 0.5]})
+    assert r.status_code == 422 and r.json["code"] == "invalid_input"
+    assert set(r.json["errors"]) == {"/on_conflict", "/constraints/must_link_weights"}, r.json
+
+
 def test_unknown_dataset_is_404(client):
     r = submit(client, "ds_missing")
     assert r.status_code == 404 and r.mimetype == PROBLEM

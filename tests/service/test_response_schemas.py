@@ -103,3 +103,12 @@ def test_the_size_limit_problems_conform_to_the_documented_problem(client, store
     assert r.status_code == 422 and r.json["code"] == code, r.json
     assert members <= set(r.json)
     SPEC["/v1/jobs"]["POST"].validate_response(r)
+
+
+def test_a_204_has_no_content_type(client, e2cp_job, blobs_dataset):
+    # The DELETEs answered Content-Type: application/json with an empty body (flask-smorest jsonifies 204s).
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0]}).json["id"]
+    for url in (f"/v1/jobs/{e2cp_job}", f"/v1/sessions/{sid}", f"/v1/datasets/{blobs_dataset[0]}"):
+        r = client.delete(url)
+        assert r.status_code == 204 and r.data == b"", (url, r.status_code)
+        assert "Content-Type" not in r.headers, (url, r.headers)
