@@ -281,3 +281,33 @@ def test_a_pending_pass_whose_flag_redis_lost_the_reply_of_is_still_queued(clien
     finally:
         relay.close()
     assert len(queued) == 1 and store.r.get(slot) == queued[0].encode(), queued  # handed to the next pass
+
+
+def test_a_pass_commit_whose_reply_redis_lost_counts_its_questions_once(client, store, blobs_dataset):
+    """A pass's commit went through and Redis lost its reply: redis-py, its WATCH gone, ran the
+    transaction again, which read the counters the commit had written and added the pass's deltas a
+    second time (``questions_closed`` 10 for 5 questions, in the session's view)."""
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+    from workers.tasks import through_outage
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    session_tasks.update_once(store, ss, sid)
+    y = blobs_dataset[2]
+    for q in ss.lease(sid, 5, "w"):
+        a, b = q["items"]
+        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                         q["question_id"], 0)
+    cut, relay = _through_lost_reply(store, b'"questions_closed"')  # the commit's MULTI ... EXEC
+    try:
+        through_outage(session_tasks.update_once, cut.store, cut, sid)
+        assert relay.lost
+    finally:
+        relay.close()
+    rec = ss.get(sid)
+    assert rec["counters"]["questions_closed"] == 5, rec["counters"]
+    assert rec["budget_used"] + rec["counters"]["questions_unused"] == 5, rec
+    assert rec["observed_revision"] == rec["revision"]
+
