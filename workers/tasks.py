@@ -461,7 +461,20 @@ def run_predict(store, job):
 
     The model is the predict job's own copy, taken when the prediction was
     requested (``Store.create_job(model=...)``): deleting the parent job
-    does not fail predictions still queued.
+    does not fail predictions still queued. A prediction past the soft time
+    limit ends FAILED with ``time_limit``, as a clustering job does.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    job : dict
+        The predict job's record, as :meth:`Store.start_job` returned it.
+
+    Returns
+    -------
+    dict or None
+        The ended record (:func:`end_job_past_soft_limit`); None if the job
+        was unknown or another end stands.
     """
     job_id = job["id"]
     try:
@@ -491,6 +504,8 @@ def run_predict(store, job):
                   "diagnostics": {}, "extras": {"probabilities": np.round(proba, 6).tolist()}}
         through_outage(store.save_result, job_id, result)
         state, error = "SUCCEEDED", None
+    except SoftTimeLimitExceeded:  # as run_job says it (it was predict_failed, "SoftTimeLimitExceeded: ")
+        state, error = "FAILED", time_limit_error(store.settings)
     except InvalidInputError as exc:  # rows the model cannot score (e.g. inf once z-scored)
         state, error = "FAILED", problem("invalid_job", "Job input is not usable", 422, str(exc))
     except Exception as exc:  # noqa: BLE001

@@ -101,3 +101,22 @@ def test_a_job_whose_task_the_hard_limit_killed_with_redis_away_ends_once_redis_
         relay.close()
     job = store.get_job(jid)
     assert job["state"] == "FAILED" and job["error"] == tasks.time_limit_error(store.settings), job
+
+
+def test_a_predict_job_past_its_soft_time_limit_fails_as_time_limit(client, store, blobs_dataset, dcrc_job,
+                                                                     monkeypatch):
+    """The soft limit came while a prediction waited for Redis to read its rows: the job was FAILED as
+    ``predict_failed`` ("SoftTimeLimitExceeded: "), where a clustering job says ``time_limit``."""
+    r = client.post(f"/v1/jobs/{dcrc_job[0]}/predict", json={"data": blobs_dataset[1][:5].tolist()})
+    assert r.status_code == 202, r.json
+    jid = r.json["id"]
+    cut, relay = store_behind_outage(store, b":model")  # Redis goes away once the model is read
+    monkeypatch.setattr(tasks, "_store", cut)
+    try:
+        with soft_limit_once_redis_is_down(relay) as reached:
+            tasks.run_job.apply(args=[jid], task_id=jid)
+        assert reached.is_set()
+    finally:
+        relay.close()
+    job = store.get_job(jid)
+    assert job["state"] == "FAILED" and job["error"] == tasks.time_limit_error(store.settings), job
