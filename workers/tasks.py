@@ -137,6 +137,34 @@ def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
         return end_job(store, job_id, state, error=error, task_id=task_id)
 
 
+def through_outage_past_soft_limit(call, *args, **kwargs):
+    """:func:`through_outage`, waiting on for Redis when the soft time limit is reached in its wait.
+
+    For the steps that end a piece of work already done or decided (a
+    session pass's end, handing its slot on): the soft limit's exception
+    ended the task there, leaving them undone. ``call`` is tried again with
+    the same arguments, as after a lost reply; the hard time limit still
+    bounds the wait.
+
+    Parameters
+    ----------
+    call : callable
+        A store method (or function) safe to call again after a lost reply.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    object
+        What ``call`` returns.
+    """
+    try:
+        return through_outage(call, *args, **kwargs)
+    except SoftTimeLimitExceeded:
+        log.warning("soft time limit reached waiting for Redis: %s waits on", getattr(call, "__name__", call))
+        return through_outage(call, *args, **kwargs)
+
+
 def report_progress(store, job_id, fraction, stage):
     """:meth:`Store.set_progress`, skipped (logged) while Redis is unreachable: the job goes on.
 

@@ -311,3 +311,41 @@ def test_a_pass_commit_whose_reply_redis_lost_counts_its_questions_once(client, 
     assert rec["budget_used"] + rec["counters"]["questions_unused"] == 5, rec
     assert rec["observed_revision"] == rec["revision"]
 
+
+
+@pytest.mark.parametrize("reached_in", ["start", "end"])
+def test_a_pass_past_its_soft_limit_waiting_for_redis_hands_its_slot_on(client, store, blobs_dataset, monkeypatch,
+                                                                        reached_in):
+    """The soft limit came while the pass's task waited for Redis, at its start (reading the session
+    after claiming the slot) or at its end (after the pass was written): the task ended holding the
+    session's slot, with the pass never run or the pass the answers meanwhile asked for never queued,
+    until the slot expired (hard time limit + 60 s), and nothing queued one after that. Once Redis
+    answers, the slot goes to a new task now (enqueueing is recorded: this process's Celery app has no
+    broker of the test's)."""
+    from workers import session_scripts, session_tasks, tasks
+    from workers.session_store import SessionStore
+
+    from .redis_relay import soft_limit_once_redis_is_down, store_behind_outage
+
+    queued = []
+    monkeypatch.setattr(session_tasks, "_enqueue_pass", lambda ss, sid, token: queued.append(token))
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    slot = ss._key(sid, ":update")
+    store.r.set(slot, "pass-1")  # as the request that queued task pass-1 left it
+    if reached_in == "end":
+        store.r.set(ss._key(sid, ":update_pending"), b"1")  # answers came during the pass
+    for script in (session_scripts.SLOT_LUA, session_scripts.FINISH_PASS_LUA):
+        store.r.script_load(script)  # the trigger is the script's call, not a load after a NOSCRIPT
+    cut, relay = store_behind_outage(store, b"claim" if reached_in == "start" else b"last_pass_seconds")
+    monkeypatch.setattr(tasks, "_store", cut)
+    try:
+        with soft_limit_once_redis_is_down(relay) as reached:
+            session_tasks.session_update.apply(args=[sid], task_id="pass-1")
+        assert reached.is_set()
+    finally:
+        relay.close()
+    assert len(queued) == 1 and store.r.get(slot) == queued[0].encode(), (queued, store.r.get(slot))
+    rec = ss.get(sid)
+    assert rec["observed_revision"] == (0 if reached_in == "end" else -1), rec
