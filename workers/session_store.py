@@ -16,6 +16,7 @@ Layout (prefix ``shoal:session:{id}``)::
     :ready            list    question ids with enough answers, waiting for the model
     :taken            list    question ids a pass took from :ready and has not committed yet
                               (a pass killed or failed before its commit leaves them to the next)
+    :committed        string  the commit_pass call that wrote the last commit, for its retry
     :update           string  the id of the Celery task that runs (or is queued to run) the next pass
     :update_pending   string  set when answers arrive during a run (coalescing)
     :pending_taken    string  the call that last took the pending flag (take_pending), for its retry
@@ -675,7 +676,12 @@ class SessionStore:
         (:meth:`pop_ready`), so a pass killed at any point before this either
         wrote none of them (the next pass tells the same questions to the
         state from before) or all of them (nothing is told twice or counted
-        twice).
+        twice). A commit whose reply Redis lost (a restart, or a reply later
+        than the socket timeout) is run again by redis-py, its WATCH gone:
+        the call records a new id of its own (``:committed``) in the same
+        transaction, and the retry that finds it writes nothing. It used to
+        read the counters the commit had written and add the pass's deltas
+        (and reports) a second time.
 
         Parameters
         ----------
@@ -706,9 +712,13 @@ class SessionStore:
             If ``token`` no longer holds the slot (nothing written).
         """
         key, ttl, slot = self._key(sid), self.settings.job_ttl, self._key(sid, ":update")
+        committed, call = self._key(sid, ":committed"), uuid.uuid4().hex
         blob = dumps(state)
 
         def tx(pipe):
+            if pipe.get(committed) == call.encode():  # this call's commit went through, its reply was lost
+                pipe.unwatch()
+                return True
             raw = pipe.hget(key, "counters")
             if raw is None:  # deleted meanwhile
                 pipe.unwatch()
@@ -725,6 +735,7 @@ class SessionStore:
                 pipe.hset(self._key(sid, ":questions"), mapping={q["question_id"]: json.dumps(q) for q in closed})
             pipe.delete(self._key(sid, ":taken"))
             pipe.hset(key, "counters", json.dumps(counters))
+            pipe.set(committed, call, ex=self._slot_ttl())
             for kind, item in reports:
                 rkey = self._key(sid, f":{kind}")
                 pipe.rpush(rkey, dumps(item))

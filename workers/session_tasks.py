@@ -11,7 +11,7 @@ import uuid
 from collections import Counter, OrderedDict
 
 import numpy as np
-from celery.exceptions import TimeLimitExceeded
+from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from clustering._active_dcrc import ActiveDCRC
 from clustering._crowd import majority_vote
@@ -24,7 +24,8 @@ from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .submit import send_pass
 from .records import problem, utcnow_iso
-from .tasks import _label_codes, deliver_session_webhook, get_store, through_outage, zscore
+from .tasks import (_label_codes, deliver_session_webhook, get_store, through_outage,
+                    through_outage_past_soft_limit, zscore)
 
 log = logging.getLogger(__name__)
 
@@ -364,25 +365,38 @@ def session_update(self, sid):
     (:func:`workers.tasks.through_outage`), and a pass that Redis left
     midway is run again (it commits all or nothing); a task that ended
     there kept the slot for ``hard_time_limit`` with no pass queued.
+
+    The soft time limit reached in a wait for Redis before the pass began
+    hands the slot to a new task once Redis answers (it runs the pass with
+    time limits of its own); reached in a wait after the pass, the task
+    waits on and ends the pass (:func:`_close_pass`). Either way the task
+    used to end holding the slot, no pass queued, until the slot expired
+    (``hard_time_limit + 60`` s after the claim), and nothing queued the
+    pass after that until more answers closed a question. Reached in the
+    pass itself (also in its waits) it fails the pass, as any error does.
     """
     store = get_store()
     ss = SessionStore(store)
     token = self.request.id or uuid.uuid4().hex
-    if not through_outage(ss.claim_update, sid, token):
-        return  # another task holds the slot: it runs the pass these answers need
     worker, unit = liveness.current_worker_name(), f"session:{sid}"
-    through_outage(liveness.track, ss.r, worker, unit, token)  # if this worker is lost, a live one resumes the pass
     try:
-        _run_pass(store, ss, sid, token)
+        # False: another task holds the slot: it runs the pass these answers need
+        if through_outage(ss.claim_update, sid, token):
+            # if this worker is lost, a live one resumes the pass
+            through_outage(liveness.track, ss.r, worker, unit, token)
+            _run_pass(store, ss, sid, token)
+    except SoftTimeLimitExceeded:  # waiting for Redis before the pass began (the waits after it go on past it)
+        log.warning("session %s: soft time limit reached waiting for Redis before pass %s: handed on", sid, token)
+        _next_pass(ss, sid, token)
     finally:
-        through_outage(liveness.untrack, ss.r, worker, unit, token)
+        through_outage_past_soft_limit(liveness.untrack, ss.r, worker, unit, token)
 
 
 def _run_pass(store, ss, sid, token):
     """The body of :func:`session_update`, run as task ``token`` holding the slot."""
     rec = through_outage(ss.get, sid)
     if rec is None:
-        through_outage(ss.finish_update, sid, token)
+        through_outage_past_soft_limit(ss.finish_update, sid, token)
         return
     failure, started = None, time.monotonic()
     try:
@@ -390,13 +404,14 @@ def _run_pass(store, ss, sid, token):
         outcome = through_outage(update_once, store, ss, sid, token)
     except PassSuperseded:  # the pass that has the slot now redoes this one's work, and ends it
         log.warning("session %s: pass %s superseded (its worker was taken for lost)", sid, token)
-        if not through_outage(ss.exists, sid):
-            through_outage(ss.delete, sid)
+        if not through_outage_past_soft_limit(ss.exists, sid):
+            through_outage_past_soft_limit(ss.delete, sid)
         return
     except Exception as exc:  # noqa: BLE001 - a failing pass must not wedge the session
         failure = exc
-    if not through_outage(ss.exists, sid):  # deleted during the pass: drop what the pass wrote back, no event
-        through_outage(ss.delete, sid)
+    # from here on the pass is decided: its end is written whatever the time (through_outage_past_soft_limit)
+    if not through_outage_past_soft_limit(ss.exists, sid):  # deleted during the pass: drop what it wrote back
+        through_outage_past_soft_limit(ss.delete, sid)
         return
     if failure is not None:
         log.error("session %s update failed", sid, exc_info=failure)
@@ -407,31 +422,34 @@ def _run_pass(store, ss, sid, token):
 def _fail_pass(ss, sid, rec, detail):
     """Leave the session FAILED by a pass that failed (``detail`` says why); returns the pass's
     outcome, ``("FAILED", observed_revision)``: the last good model's."""
-    through_outage(ss.update, sid, state="FAILED", pass_started_at=None,
-                   error=problem("session_update_failed", "Re-clustering failed", 500, detail))
+    through_outage_past_soft_limit(ss.update, sid, state="FAILED", pass_started_at=None,
+                                   error=problem("session_update_failed", "Re-clustering failed", 500, detail))
     return "FAILED", rec["observed_revision"]
 
 
 def _close_pass(ss, sid, token, rec, outcome, seconds):
     """Count and announce the pass of task ``token``, which ended in ``outcome`` (state, observed
-    revision) after ``seconds``; then hand its slot to the pass pending answers need, or free it."""
-    through_outage(ss.count_pass, outcome[0], seconds)
+    revision) after ``seconds``; then hand its slot to the pass pending answers need, or free it.
+    Redis away, each step waits for it, also past the soft time limit."""
+    wait = through_outage_past_soft_limit
+    wait(ss.count_pass, outcome[0], seconds)
     _notify(sid, rec.get("callback_url"), *outcome)
-    if through_outage(ss.take_pending, sid, uuid.uuid4().hex):
+    if wait(ss.take_pending, sid, uuid.uuid4().hex):
         _next_pass(ss, sid, token)
         return
-    through_outage(ss.finish_update, sid, token)
+    wait(ss.finish_update, sid, token)
     # Answers that arrived between the check and the release set the flag
     # while the slot was still ours: take the slot back for one more pass.
-    if through_outage(ss.take_pending, sid, uuid.uuid4().hex):
+    if wait(ss.take_pending, sid, uuid.uuid4().hex):
         new = uuid.uuid4().hex
-        through_outage(ss.list_unsent, sid, new)  # see _next_pass
-        if through_outage(ss.acquire_update, sid, new):
+        wait(ss.list_unsent, sid, new)  # see _next_pass
+        if wait(ss.acquire_update, sid, new):
             _enqueue_pass(ss, sid, new)
 
 
 def _next_pass(ss, sid, token):
-    """Hand the slot of task ``token`` to a new task and enqueue it.
+    """Hand the slot of task ``token`` to a new task and enqueue it (Redis away: once it answers,
+    also past the soft time limit).
 
     The new task is listed as unsent first (``SessionStore.list_unsent``): a
     process killed between the hand-over and the send left the slot with a
@@ -441,8 +459,8 @@ def _next_pass(ss, sid, token):
     answer. A live worker sends it now (:func:`workers.liveness.dispatch_unsent`).
     """
     new = uuid.uuid4().hex
-    through_outage(ss.list_unsent, sid, new)
-    if through_outage(ss.hand_over_update, sid, token, new):
+    through_outage_past_soft_limit(ss.list_unsent, sid, new)
+    if through_outage_past_soft_limit(ss.hand_over_update, sid, token, new):
         _enqueue_pass(ss, sid, new)
 
 
@@ -454,6 +472,6 @@ def _enqueue_pass(ss, sid, token):
         send_pass(ss.settings, sid, token)
     except Exception:  # noqa: BLE001
         log.exception("session %s: next pass not queued", sid)
-        through_outage(ss.finish_update, sid, token)
+        through_outage_past_soft_limit(ss.finish_update, sid, token)
         return
-    through_outage(ss.mark_sent, sid, token)
+    through_outage_past_soft_limit(ss.mark_sent, sid, token)

@@ -83,6 +83,35 @@ def through_outage(call, *args, **kwargs):
             pause = min(2 * pause, 5.0)
 
 
+def through_outage_past_soft_limit(call, *args, **kwargs):
+    """:func:`through_outage`, waiting on for Redis when the soft time limit is reached in its wait.
+
+    For the steps that end a piece of work already done or decided (a
+    job's end, :func:`end_job_past_soft_limit`; a session pass's end and
+    handing its slot on, :mod:`workers.session_tasks`): the soft limit's
+    exception ended the task there, leaving them undone. ``call`` is tried
+    again with the same arguments, as after a lost reply; the hard time
+    limit still bounds the wait.
+
+    Parameters
+    ----------
+    call : callable
+        A store method (or function) safe to call again after a lost reply.
+    *args, **kwargs
+        Its arguments.
+
+    Returns
+    -------
+    object
+        What ``call`` returns.
+    """
+    try:
+        return through_outage(call, *args, **kwargs)
+    except SoftTimeLimitExceeded:
+        log.warning("soft time limit reached waiting for Redis: %s waits on", getattr(call, "__name__", call))
+        return through_outage(call, *args, **kwargs)
+
+
 def end_job(store, job_id, state, *, error=None, task_id=None):
     """:meth:`Store.finish_job` through a Redis outage, as :func:`through_outage`, without losing its event.
 
@@ -127,14 +156,11 @@ def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
     worker (which nobody takes over) until a read failed it as
     ``worker_lost``, ``hard_time_limit + visibility_timeout`` later. The
     same end is written instead (a write whose reply was lost is found by
-    :func:`end_job`); the hard time limit still bounds the wait. Parameters
-    and return as :func:`end_job`.
+    :func:`end_job`); the hard time limit still bounds the wait
+    (:func:`through_outage_past_soft_limit`). Parameters and return as
+    :func:`end_job`.
     """
-    try:
-        return end_job(store, job_id, state, error=error, task_id=task_id)
-    except SoftTimeLimitExceeded:
-        log.warning("job %s: soft time limit reached waiting for Redis to end it %s", job_id, state)
-        return end_job(store, job_id, state, error=error, task_id=task_id)
+    return through_outage_past_soft_limit(end_job, store, job_id, state, error=error, task_id=task_id)
 
 
 def report_progress(store, job_id, fraction, stage):
@@ -461,7 +487,20 @@ def run_predict(store, job):
 
     The model is the predict job's own copy, taken when the prediction was
     requested (``Store.create_job(model=...)``): deleting the parent job
-    does not fail predictions still queued.
+    does not fail predictions still queued. A prediction past the soft time
+    limit ends FAILED with ``time_limit``, as a clustering job does.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    job : dict
+        The predict job's record, as :meth:`Store.start_job` returned it.
+
+    Returns
+    -------
+    dict or None
+        The ended record (:func:`end_job_past_soft_limit`); None if the job
+        was unknown or another end stands.
     """
     job_id = job["id"]
     try:
@@ -491,6 +530,8 @@ def run_predict(store, job):
                   "diagnostics": {}, "extras": {"probabilities": np.round(proba, 6).tolist()}}
         through_outage(store.save_result, job_id, result)
         state, error = "SUCCEEDED", None
+    except SoftTimeLimitExceeded:  # as run_job says it (it was predict_failed, "SoftTimeLimitExceeded: ")
+        state, error = "FAILED", time_limit_error(store.settings)
     except InvalidInputError as exc:  # rows the model cannot score (e.g. inf once z-scored)
         state, error = "FAILED", problem("invalid_job", "Job input is not usable", 422, str(exc))
     except Exception as exc:  # noqa: BLE001

@@ -1,10 +1,13 @@
 """A TCP relay to the test Redis that goes down at a chosen request: a real outage for the tests."""
 
+import signal
 import socket
 import threading
+from contextlib import contextmanager
 from dataclasses import replace
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 
 from workers.store import Store
 
@@ -81,7 +84,45 @@ class RedisRelay:
 def store_behind_lost_reply(store, trigger):
     """A :class:`workers.store.Store` on the test Redis behind a :class:`RedisRelay` that loses the reply to
     the first request holding ``trigger`` and comes back 0.3 s later; and the relay (to close)."""
+    return _store_behind(store, trigger)
+
+
+def store_behind_outage(store, trigger):
+    """A store on the test Redis behind a :class:`RedisRelay` that relays the reply to the first request
+    holding ``trigger`` and then stays down until restored; and the relay."""
+    return _store_behind(store, trigger, reply_lost=False, down_for=None)
+
+
+def _store_behind(store, trigger, **relay_options):
     where = store.r.connection_pool.connection_kwargs
-    relay = RedisRelay((where["host"], where["port"]), trigger)
+    relay = RedisRelay((where["host"], where["port"]), trigger, **relay_options)
     url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
     return Store(redis.Redis.from_url(url, socket_timeout=5), replace(store.settings, redis_url=url)), relay
+
+
+@contextmanager
+def soft_limit_once_redis_is_down(relay):
+    """Reach the soft time limit in this (the main) thread once ``relay`` is down, as the pool does
+    (SIGUSR1, whose handler raises SoftTimeLimitExceeded), then let Redis answer again."""
+    reached = threading.Event()
+
+    def soft_limit(signum, frame):
+        reached.set()
+        raise SoftTimeLimitExceeded()
+
+    def fire():
+        while not relay.down:
+            threading.Event().wait(0.01)
+        signal.pthread_kill(main, signal.SIGUSR1)
+        reached.wait(60)
+        relay.restore()
+
+    main = threading.main_thread().ident
+    previous = signal.signal(signal.SIGUSR1, soft_limit)
+    firing = threading.Thread(target=fire, daemon=True)
+    firing.start()
+    try:
+        yield reached
+    finally:
+        firing.join(60)
+        signal.signal(signal.SIGUSR1, previous)

@@ -6,20 +6,15 @@ The task runs in this process (Celery's ``apply``) on the test Redis behind a
 at that request, not after a delay.
 """
 
-import signal
 import threading
-from contextlib import contextmanager
-from dataclasses import replace
 
 import numpy as np
 import pytest
-import redis
-from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
+from celery.exceptions import TimeLimitExceeded
 
 from workers import tasks
-from workers.store import Store
 
-from .redis_relay import RedisRelay, store_behind_lost_reply
+from .redis_relay import soft_limit_once_redis_is_down, store_behind_lost_reply, store_behind_outage
 
 
 def _job(store, method="spectral"):
@@ -46,53 +41,16 @@ def test_a_start_whose_reply_redis_lost_runs_the_job_once(store, monkeypatch):
     assert job["state"] == "SUCCEEDED" and job["attempts"] == 1, job
 
 
-def _store_behind(store, trigger):
-    """A store on the test Redis behind a :class:`RedisRelay` that relays the reply to the first request
-    holding ``trigger`` and then stays down until restored; and the relay."""
-    where = store.r.connection_pool.connection_kwargs
-    relay = RedisRelay((where["host"], where["port"]), trigger, reply_lost=False, down_for=None)
-    url = f"redis://127.0.0.1:{relay.port}/{where['db']}"
-    return Store(redis.Redis.from_url(url, socket_timeout=5), replace(store.settings, redis_url=url)), relay
-
-
-@contextmanager
-def _soft_limit_once_redis_is_down(relay):
-    """Reach the soft time limit in this (the main) thread once ``relay`` is down, as the pool does
-    (SIGUSR1, whose handler raises SoftTimeLimitExceeded), then let Redis answer again."""
-    reached = threading.Event()
-
-    def soft_limit(signum, frame):
-        reached.set()
-        raise SoftTimeLimitExceeded()
-
-    def fire():
-        while not relay.down:
-            threading.Event().wait(0.01)
-        signal.pthread_kill(main, signal.SIGUSR1)
-        reached.wait(60)
-        relay.restore()
-
-    main = threading.main_thread().ident
-    previous = signal.signal(signal.SIGUSR1, soft_limit)
-    firing = threading.Thread(target=fire, daemon=True)
-    firing.start()
-    try:
-        yield reached
-    finally:
-        firing.join(60)
-        signal.signal(signal.SIGUSR1, previous)
-
-
 def test_the_soft_limit_reached_waiting_for_redis_to_start_the_job_fails_it(store, monkeypatch):
     """Redis went away as the task read the job: the soft limit came in ``start_job``'s wait and ended the
     task, its message acknowledged; the job stayed QUEUED, off ``jobs:unsent``, with no task to run it,
     for good. It is FAILED (``time_limit``) once Redis answers."""
     jid = _job(store)
     store.mark_sent(jid)
-    cut, relay = _store_behind(store, b"HGETALL")
+    cut, relay = store_behind_outage(store, b"HGETALL")
     monkeypatch.setattr(tasks, "_store", cut)
     try:
-        with _soft_limit_once_redis_is_down(relay) as reached:
+        with soft_limit_once_redis_is_down(relay) as reached:
             tasks.run_job.apply(args=[jid], task_id=jid)
         assert reached.is_set()
     finally:
@@ -108,10 +66,10 @@ def test_the_soft_limit_reached_waiting_for_redis_to_end_the_job_still_ends_it(s
     visibility_timeout`` (about 3 h), until a read failed it as ``worker_lost``. Its end is written
     once Redis answers."""
     jid = _job(store, "cop_kmeans")  # no affinity: the result's write is one request, the last before the end
-    cut, relay = _store_behind(store, b"fit_seconds")
+    cut, relay = store_behind_outage(store, b"fit_seconds")
     monkeypatch.setattr(tasks, "_store", cut)
     try:
-        with _soft_limit_once_redis_is_down(relay) as reached:
+        with soft_limit_once_redis_is_down(relay) as reached:
             tasks.run_job.apply(args=[jid], task_id=jid)
         assert reached.is_set()
     finally:
@@ -129,7 +87,7 @@ def test_a_job_whose_task_the_hard_limit_killed_with_redis_away_ends_once_redis_
     jid = _job(store)
     if started:
         assert store.start_job(jid, task_id=jid, worker="w:1")["state"] == "RUNNING"
-    cut, relay = _store_behind(store, b"never sent")
+    cut, relay = store_behind_outage(store, b"never sent")
     relay.cut()
     monkeypatch.setattr(tasks, "_store", cut)
     try:
@@ -139,6 +97,25 @@ def test_a_job_whose_task_the_hard_limit_killed_with_redis_away_ends_once_redis_
         for waiting in threading.enumerate():
             if waiting.name == f"shoal-hard-limit-{jid}":
                 waiting.join(60)
+    finally:
+        relay.close()
+    job = store.get_job(jid)
+    assert job["state"] == "FAILED" and job["error"] == tasks.time_limit_error(store.settings), job
+
+
+def test_a_predict_job_past_its_soft_time_limit_fails_as_time_limit(client, store, blobs_dataset, dcrc_job,
+                                                                     monkeypatch):
+    """The soft limit came while a prediction waited for Redis to read its rows: the job was FAILED as
+    ``predict_failed`` ("SoftTimeLimitExceeded: "), where a clustering job says ``time_limit``."""
+    r = client.post(f"/v1/jobs/{dcrc_job[0]}/predict", json={"data": blobs_dataset[1][:5].tolist()})
+    assert r.status_code == 202, r.json
+    jid = r.json["id"]
+    cut, relay = store_behind_outage(store, b":model")  # Redis goes away once the model is read
+    monkeypatch.setattr(tasks, "_store", cut)
+    try:
+        with soft_limit_once_redis_is_down(relay) as reached:
+            tasks.run_job.apply(args=[jid], task_id=jid)
+        assert reached.is_set()
     finally:
         relay.close()
     job = store.get_job(jid)

@@ -8,6 +8,17 @@ from workers.session_tasks import contradicted_answers, question_id
 from .redis_relay import store_behind_lost_reply
 
 
+def _passes_sent_since(store, before):
+    """``(task id, args repr)`` of the ``shoal.session_update`` messages queued on the test store's broker
+    (where no worker consumes them) since its short queue held ``before`` messages, oldest first."""
+    import json
+
+    queue = store.settings.queues["short"]
+    new = store.r.lrange(queue, 0, store.r.llen(queue) - before - 1)[::-1]  # LPUSHed: newest first
+    return [(h["id"], h["argsrepr"]) for h in (json.loads(m)["headers"] for m in new)
+            if h["task"] == "shoal.session_update"]
+
+
 def _closed(i, j, aggregated, votes=None):
     return {"question_id": question_id(i, j), "items": [i, j], "status": "closed", "aggregated": aggregated,
             "votes": votes or [aggregated]}
@@ -262,8 +273,6 @@ def test_a_pending_pass_whose_flag_redis_lost_the_reply_of_is_still_queued(clien
     the flag gone, answered False, and the pass freed its slot with nothing queued: the answers waited
     unused until more answers came (none, once the budget was used). The task goes to the broker of the
     test store's Redis, where no worker consumes it."""
-    import json
-
     from workers import session_tasks
     from workers.session_store import SessionStore
 
@@ -273,8 +282,7 @@ def test_a_pending_pass_whose_flag_redis_lost_the_reply_of_is_still_queued(clien
     store.r.delete(slot)
     assert ss.claim_update(sid, "pass-1") and not ss.request_update(sid, "answers")  # the flag is set
     rec = ss.get(sid)
-    queue = store.settings.queues["short"]
-    before = store.r.llen(queue)
+    before = store.r.llen(store.settings.queues["short"])
     cut, relay = _through_lost_reply(store, b":update_pending")
     try:
         session_tasks._close_pass(cut, sid, "pass-1", rec, ("ACTIVE", rec["observed_revision"]), 0.1)
@@ -282,7 +290,72 @@ def test_a_pending_pass_whose_flag_redis_lost_the_reply_of_is_still_queued(clien
     finally:
         relay.close()
     token = store.r.get(slot)
-    assert token not in (None, b"pass-1")  # handed to the next pass
-    sent = [json.loads(m)["headers"] for m in store.r.lrange(queue, 0, store.r.llen(queue) - before - 1)]
-    assert [(h["task"], h["id"], h["argsrepr"]) for h in sent] == [("shoal.session_update", token.decode(),
-                                                                   repr([sid]))]
+    assert token not in (None, b"pass-1")  # handed to the next pass, which is queued
+    assert _passes_sent_since(store, before) == [(token.decode(), repr([sid]))]
+
+
+def test_a_pass_commit_whose_reply_redis_lost_counts_its_questions_once(client, store, blobs_dataset):
+    """A pass's commit went through and Redis lost its reply: redis-py, its WATCH gone, ran the
+    transaction again, which read the counters the commit had written and added the pass's deltas a
+    second time (``questions_closed`` 10 for 5 questions, in the session's view)."""
+    from workers import session_tasks
+    from workers.session_store import SessionStore
+    from workers.tasks import through_outage
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    session_tasks.update_once(store, ss, sid)
+    y = blobs_dataset[2]
+    for q in ss.lease(sid, 5, "w"):
+        a, b = q["items"]
+        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                         q["question_id"], 0)
+    cut, relay = _through_lost_reply(store, b'"questions_closed"')  # the commit's MULTI ... EXEC
+    try:
+        through_outage(session_tasks.update_once, cut.store, cut, sid)
+        assert relay.lost
+    finally:
+        relay.close()
+    rec = ss.get(sid)
+    assert rec["counters"]["questions_closed"] == 5, rec["counters"]
+    assert rec["budget_used"] + rec["counters"]["questions_unused"] == 5, rec
+    assert rec["observed_revision"] == rec["revision"]
+
+
+
+@pytest.mark.parametrize("reached_in", ["start", "end"])
+def test_a_pass_past_its_soft_limit_waiting_for_redis_hands_its_slot_on(client, store, blobs_dataset, monkeypatch,
+                                                                        reached_in):
+    """The soft limit came while the pass's task waited for Redis, at its start (reading the session
+    after claiming the slot) or at its end (after the pass was written): the task ended holding the
+    session's slot, with the pass never run or the pass the answers meanwhile asked for never queued,
+    until the slot expired (hard time limit + 60 s), and nothing queued one after that. Once Redis
+    answers, the slot goes to a new task now, queued on the test store's broker."""
+    from workers import session_scripts, session_tasks, tasks
+    from workers.session_store import SessionStore
+
+    from .redis_relay import soft_limit_once_redis_is_down, store_behind_outage
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30,
+                                            "pool_size": 5}).json["id"]
+    ss = SessionStore(store)
+    slot = ss._key(sid, ":update")
+    store.r.set(slot, "pass-1")  # as the request that queued task pass-1 left it
+    if reached_in == "end":
+        store.r.set(ss._key(sid, ":update_pending"), b"1")  # answers came during the pass
+    for script in (session_scripts.SLOT_LUA, session_scripts.FINISH_PASS_LUA):
+        store.r.script_load(script)  # the trigger is the script's call, not a load after a NOSCRIPT
+    before = store.r.llen(store.settings.queues["short"])
+    cut, relay = store_behind_outage(store, b"claim" if reached_in == "start" else b"last_pass_seconds")
+    monkeypatch.setattr(tasks, "_store", cut)
+    try:
+        with soft_limit_once_redis_is_down(relay) as reached:
+            session_tasks.session_update.apply(args=[sid], task_id="pass-1")
+        assert reached.is_set()
+    finally:
+        relay.close()
+    token = store.r.get(slot)
+    assert token not in (None, b"pass-1") and _passes_sent_since(store, before) == [(token.decode(), repr([sid]))]
+    rec = ss.get(sid)
+    assert rec["observed_revision"] == (0 if reached_in == "end" else -1), rec
