@@ -423,7 +423,8 @@ def test_every_key_of_a_session_expires_after_answers(client, store, blobs_datas
     for good once the rest of it had expired."""
     sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
     q0, q1 = (q["question_id"] for q in ss.lease(sid, 2, None))
-    _answer(client, sid, (q0, "must_link", "w1", "a1"), (q0, "must_link", "w2", "a2"), (q1, "dont_know", "w1", "a3"))
+    _answer(client, sid, (q0, "must_link", "w1", "a1"), (q0, "must_link", "w2", "a2"),
+            (q1, "dont_know", "w1", "a3"))
     assert ss.question(sid, q0)["status"] == "ready"  # no worker consumes this store's queue: it waits
     keys = list(store.r.scan_iter(match=ss._key(sid, "*")))
     assert {ss._key(sid, ":assignments").encode(), ss._key(sid, ":ready").encode()} <= set(keys)
