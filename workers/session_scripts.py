@@ -178,6 +178,10 @@ for i = 1, n do
   out[i + 2] = outcome
 end
 if counts['accepted'] > 0 then redis.call('EXPIRE', log, ttl) end
+-- the assignments hash and the ready list expire too: created after the pass that last set the
+-- session's TTLs (its first answers, or questions closed after a pass failed), they never did
+redis.call('EXPIRE', assign, ttl)
+redis.call('EXPIRE', ready, ttl)
 if committed ~= committed_before then redis.call('HSET', rec, 'budget_committed', committed) end
 
 local counters = cjson.decode(redis.call('HGET', rec, 'counters'))

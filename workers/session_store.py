@@ -293,10 +293,13 @@ class SessionStore:
         than ``lease_seconds``: that worker's answer is still taken (with 48
         workers and a pool of 50, 3.6% of the answers came late when leased
         questions were withdrawn under them; bench/speed_crowd.py). A
-        question kept open because it has answers (fewer than it needs) stays
-        in the pool, after the suggested ones, oldest first, so workers can
-        still be handed it and the answers paid for are not wasted (it was
-        out of the pool, open but never leased again). With
+        question kept open, because it has answers (fewer than it needs) or
+        a live lease, stays in the pool, after the suggested ones, oldest
+        first, so workers can still be handed it, leases count it in flight
+        against the budget, and the answers paid for are not wasted. Out of
+        the pool it was never leased again until a later pass; one kept for
+        its lease held no budget, so the question leased in its place could
+        take the last of it and its holders' answers came back ``late``. With
         ``final`` (the session is complete: its budget is used up or nothing
         is left to ask) every open question not in ``questions`` is
         withdrawn, also one with answers: it can never close. A withdrawn
@@ -333,9 +336,10 @@ class SessionStore:
                                                                  repr(time.time() - lease_seconds),
                                                                  "1" if final else "0", *stale])
             existing.update((q["question_id"], q) for q in map(json.loads, withdrawn))
-        # partly answered questions no longer suggested: leasable after the suggested ones
-        unfinished = sorted((q for qid, q in existing.items() if q["status"] == "open" and qid not in keep
-                             and q["n_answers"] > 0), key=lambda q: (q["created_revision"], q["question_id"]))
+        # questions no longer suggested that stay open (answers, a live lease, or an answer since the read
+        # above: the script withdrew none of those): leasable after the suggested ones
+        unfinished = sorted((q for qid, q in existing.items() if q["status"] == "open" and qid not in keep),
+                            key=lambda q: (q["created_revision"], q["question_id"]))
         pipe = self.r.pipeline()
         for q in questions:
             old = existing.get(q["question_id"])

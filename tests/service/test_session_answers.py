@@ -398,6 +398,39 @@ def test_a_retry_of_answers_whose_request_died_enqueueing_the_pass_queues_it(
 # ---------------------------------------------------------------- ties
 
 
+def test_a_leased_question_no_longer_suggested_stays_leasable_and_in_flight(client, store, blobs_dataset):
+    """Kept open for the workers holding it, it left the pool: once answered it waited out of reach for
+    its other answers until a later pass, and it held no budget, so with one question of budget left
+    another question was leased, took it, and the second holder's answer came back late (the first one's
+    wasted)."""
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2, budget=1, strategy="random")
+    pool = [{"question_id": f"q{k}", "type": "pairwise", "items": [2 * k, 2 * k + 1]} for k in range(2)]
+    ss.replace_pool(sid, pool, 0)
+    assert _lease_ids(client, sid, "w1", 1) == _lease_ids(client, sid, "w2", 1) == ["q0"]
+    ss.replace_pool(sid, pool[1:], 1)  # the next pass suggests only q1: q0 stays open for w1 and w2
+    assert ss.question(sid, "q0")["status"] == "open"
+    assert client.post(f"/v1/sessions/{sid}/questions", json={"count": 5}).json["questions"][0]["question_id"] \
+        == "q0"
+    _answer(client, sid, ("q0", "must_link", "w1", "a1"))
+    assert _lease_ids(client, sid, "w3") == []  # q0 holds the last question of the budget, w2 its other slot
+    res = _answer(client, sid, ("q0", "must_link", "w2", "a2"))
+    assert res["results"][0]["outcome"] == "accepted" and ss.question(sid, "q0")["status"] == "ready"
+
+
+def test_every_key_of_a_session_expires_after_answers(client, store, blobs_dataset):
+    """The assignments hash and the ready list, created by answers after the pass that set the session's
+    TTLs, had none: a session whose questions never closed (or whose passes failed) left them in Redis
+    for good once the rest of it had expired."""
+    sid, ss = _open(client, store, blobs_dataset[0], answers_per_question=2)
+    q0, q1 = (q["question_id"] for q in ss.lease(sid, 2, None))
+    _answer(client, sid, (q0, "must_link", "w1", "a1"), (q0, "must_link", "w2", "a2"),
+            (q1, "dont_know", "w1", "a3"))
+    assert ss.question(sid, q0)["status"] == "ready"  # no worker consumes this store's queue: it waits
+    keys = list(store.r.scan_iter(match=ss._key(sid, "*")))
+    assert {ss._key(sid, ":assignments").encode(), ss._key(sid, ":ready").encode()} <= set(keys)
+    assert {k.decode(): store.r.ttl(k) for k in keys if store.r.ttl(k) < 0} == {}
+
+
 def _lease_ids(client, sid, worker, count=5):
     r = client.post(f"/v1/sessions/{sid}/questions", json={"count": count, "worker_id": worker})
     assert r.status_code == 200, r.json
