@@ -254,6 +254,7 @@ class SessionStore:
     def delete(self, sid):
         """Delete the session and everything under it; False if it did not exist.
 
+        Its passes listed as unsent (:data:`UNSENT_PASSES`) leave that list too.
         A re-clustering pass still running may write a few keys back (pool,
         model, state); the task deletes them again when it sees the record gone
         (``workers.session_tasks.session_update``). Those keys carry the TTL.
@@ -262,10 +263,13 @@ class SessionStore:
         existed = bool(self.r.delete(key))
         self.r.zrem(_INDEX, sid)
         # the id is matched literally: a "*" in it would match every session's keys
-        literal = "".join("\\" + c if c in "*?[]\\" else c for c in key)
-        keys = list(self.r.scan_iter(match=f"{literal}:*", count=1000))
+        literal = "".join("\\" + c if c in "*?[]\\" else c for c in sid)
+        keys = list(self.r.scan_iter(match=f"{self._key(literal)}:*", count=1000))
         for i in range(0, len(keys), 500):
             self.r.delete(*keys[i:i + 500])
+        unsent = [m for m, _ in self.r.zscan_iter(UNSENT_PASSES, match=unsent_pass(literal, "*"), count=1000)]
+        if unsent:
+            self.r.zrem(UNSENT_PASSES, *unsent)
         return existed
 
     # ----------------------------------------------------------- estimator state
