@@ -820,7 +820,11 @@ class SessionStore:
     def request_update(self, sid, token):
         """True if the caller must enqueue a re-clustering as task ``token`` (the slot is now its);
         otherwise a pending flag makes the task holding the slot enqueue one more pass, so a session
-        has at most one update running and one pending."""
+        has at most one update running and one pending.
+
+        For tests and tools: the service takes the slot in :meth:`create` and :meth:`record_answers`,
+        which also list the pass in :data:`UNSENT_PASSES`; this does not, so a caller that dies before
+        it sends task ``token`` leaves the slot held until it expires."""
         if self.acquire_update(sid, token):
             return True
         self.r.set(self._key(sid, ":update_pending"), b"1", ex=self._slot_ttl())

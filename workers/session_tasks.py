@@ -1,6 +1,6 @@
 """Active-clustering sessions on the worker: aggregate answers, re-cluster, refill the question pool.
 
-One pass per session at a time (``SessionStore.request_update`` coalesces
+One pass per session at a time (``SessionStore.record_answers`` coalesces
 bursts of answers into one running and one pending pass; each task runs one
 pass and enqueues the next).
 """
