@@ -323,7 +323,6 @@ def test_a_pass_commit_whose_reply_redis_lost_counts_its_questions_once(client, 
     assert rec["observed_revision"] == rec["revision"]
 
 
-
 @pytest.mark.parametrize("reached_in", ["start", "end"])
 def test_a_pass_past_its_soft_limit_waiting_for_redis_hands_its_slot_on(client, store, blobs_dataset, monkeypatch,
                                                                         reached_in):
