@@ -254,6 +254,7 @@ class SessionStore:
     def delete(self, sid):
         """Delete the session and everything under it; False if it did not exist.
 
+        Its passes listed as unsent (:data:`UNSENT_PASSES`) leave that list too.
         A re-clustering pass still running may write a few keys back (pool,
         model, state); the task deletes them again when it sees the record gone
         (``workers.session_tasks.session_update``). Those keys carry the TTL.
@@ -262,10 +263,13 @@ class SessionStore:
         existed = bool(self.r.delete(key))
         self.r.zrem(_INDEX, sid)
         # the id is matched literally: a "*" in it would match every session's keys
-        literal = "".join("\\" + c if c in "*?[]\\" else c for c in key)
-        keys = list(self.r.scan_iter(match=f"{literal}:*", count=1000))
+        literal = "".join("\\" + c if c in "*?[]\\" else c for c in sid)
+        keys = list(self.r.scan_iter(match=f"{self._key(literal)}:*", count=1000))
         for i in range(0, len(keys), 500):
             self.r.delete(*keys[i:i + 500])
+        unsent = [m for m, _ in self.r.zscan_iter(UNSENT_PASSES, match=unsent_pass(literal, "*"), count=1000)]
+        if unsent:
+            self.r.zrem(UNSENT_PASSES, *unsent)
         return existed
 
     # ----------------------------------------------------------- estimator state
@@ -820,7 +824,11 @@ class SessionStore:
     def request_update(self, sid, token):
         """True if the caller must enqueue a re-clustering as task ``token`` (the slot is now its);
         otherwise a pending flag makes the task holding the slot enqueue one more pass, so a session
-        has at most one update running and one pending."""
+        has at most one update running and one pending.
+
+        For tests and tools: the service takes the slot in :meth:`create` and :meth:`record_answers`,
+        which also list the pass in :data:`UNSENT_PASSES`; this does not, so a caller that dies before
+        it sends task ``token`` leaves the slot held until it expires."""
         if self.acquire_update(sid, token):
             return True
         self.r.set(self._key(sid, ":update_pending"), b"1", ex=self._slot_ttl())

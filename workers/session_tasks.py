@@ -1,11 +1,12 @@
 """Active-clustering sessions on the worker: aggregate answers, re-cluster, refill the question pool.
 
-One pass per session at a time (``SessionStore.request_update`` coalesces
+One pass per session at a time (``SessionStore.record_answers`` coalesces
 bursts of answers into one running and one pending pass; each task runs one
 pass and enqueues the next).
 """
 
 import logging
+import threading
 import time
 import uuid
 from collections import Counter, OrderedDict
@@ -24,7 +25,7 @@ from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .submit import send_pass
 from .records import problem, utcnow_iso
-from .tasks import (_label_codes, deliver_session_webhook, get_store, through_outage,
+from .tasks import (REDIS_DOWN, _label_codes, deliver_session_webhook, get_store, through_outage,
                     through_outage_past_soft_limit, zscore)
 
 log = logging.getLogger(__name__)
@@ -324,7 +325,11 @@ def _end_pass_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
     is running", for good. Now the session is FAILED with the error, the
     pass is counted and announced, and the slot goes to the pass pending
     answers need, or is freed. Nothing is done unless the task still holds
-    the slot; other failures are the task's own to handle.
+    the slot; other failures are the task's own to handle. Redis not
+    answering, a thread of the main process does it once Redis answers
+    (:func:`_end_killed_pass_when_back`; the handler gave up, and the session
+    kept its slot until it expired, with no pass queued after it), as for a
+    job (:func:`workers.tasks._end_job_at_hard_limit`).
 
     Parameters
     ----------
@@ -342,14 +347,37 @@ def _end_pass_at_hard_limit(task, exc, task_id, args, kwargs, einfo):
     sid = args[0]
     try:
         ss = SessionStore(get_store())
-        liveness.untrack(ss.r, liveness.current_worker_name(), f"session:{sid}", task_id)
-        rec = ss.get(sid)
-        if rec is None or not ss.holds_update(sid, task_id):
-            return
-        limit = ss.settings.hard_time_limit
-        outcome = _fail_pass(ss, sid, rec, f"TimeLimitExceeded: the pass ran longer than {limit} s")
-        _close_pass(ss, sid, task_id, rec, outcome, float(limit))
+        try:
+            _end_killed_pass(ss, sid, task_id)
+        except REDIS_DOWN as down:
+            log.warning("session %s: Redis unreachable (%s): pass %s ended after its hard time limit once it "
+                        "answers", sid, down, task_id)
+            threading.Thread(target=_end_killed_pass_when_back, args=(ss, sid, task_id),
+                             name=f"shoal-hard-limit-{sid}", daemon=True).start()
     except Exception:  # noqa: BLE001 - never into the pool's timeout handling
+        log.exception("session %s: pass %s not ended after its hard time limit", sid, task_id)
+
+
+def _end_killed_pass(ss, sid, task_id):
+    """The end :func:`_end_pass_at_hard_limit` gives the pass of task ``task_id``, which the hard time
+    limit killed: the session FAILED, the pass counted and announced, the slot handed on or freed;
+    nothing unless the task still holds the slot. Its first steps raise while Redis does not answer
+    (the later ones wait for it, :func:`_fail_pass`, :func:`_close_pass`)."""
+    liveness.untrack(ss.r, liveness.current_worker_name(), f"session:{sid}", task_id)
+    rec = ss.get(sid)
+    if rec is None or not ss.holds_update(sid, task_id):
+        return
+    limit = ss.settings.hard_time_limit
+    outcome = _fail_pass(ss, sid, rec, f"TimeLimitExceeded: the pass ran longer than {limit} s")
+    _close_pass(ss, sid, task_id, rec, outcome, float(limit))
+
+
+def _end_killed_pass_when_back(ss, sid, task_id):
+    """:func:`_end_killed_pass` once Redis answers, in a thread of the worker's main process started by
+    :func:`_end_pass_at_hard_limit` (every step is safe to run again)."""
+    try:
+        through_outage(_end_killed_pass, ss, sid, task_id)
+    except Exception:  # noqa: BLE001 - a thread of its own: logged
         log.exception("session %s: pass %s not ended after its hard time limit", sid, task_id)
 
 

@@ -157,8 +157,22 @@ def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
     ``worker_lost``, ``hard_time_limit + visibility_timeout`` later. The
     same end is written instead (a write whose reply was lost is found by
     :func:`end_job`); the hard time limit still bounds the wait
-    (:func:`through_outage_past_soft_limit`). Parameters and return as
-    :func:`end_job`.
+    (:func:`through_outage_past_soft_limit`).
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    job_id : str
+    state : {"SUCCEEDED", "FAILED", "CANCELLED"}
+    error : dict or None
+        The problem object of a failure.
+    task_id : str, optional
+        End the job only if it is dispatched to this task; None: not checked.
+
+    Returns
+    -------
+    dict or None
+        The ended record; None if the job was unknown or another end stands.
     """
     return through_outage_past_soft_limit(end_job, store, job_id, state, error=error, task_id=task_id)
 

@@ -537,3 +537,14 @@ def test_a_next_pass_whose_worker_died_before_sending_it_is_sent_once_the_grace_
     [(_, task_id, args)] = _sent(lstore, "short")
     assert args == [sid] and lstore.r.get(ss._key(sid, ":update")) == task_id.encode()
     assert not ss.claim_update(sid, new)  # the task never sent, should it come after all, runs nothing
+
+
+def test_a_deleted_session_leaves_the_list_of_unsent_passes(lstore):
+    """``DELETE /v1/sessions/{id}`` removes the session's passes listed as unsent, as ``DELETE /v1/jobs/{id}``
+    removes a job from ``jobs:unsent``: they stayed listed until a live worker's sweep, the grace later
+    (for good while no worker beats), naming a session that no longer exists."""
+    ss, sid = _unsent_session(lstore)
+    _, other = _unsent_session(lstore)
+    lstore.r.zadd("shoal:sessions:unsent", {f"{sid}:next-pass": 1.0})
+    assert ss.delete(sid)
+    assert lstore.r.zrange("shoal:sessions:unsent", 0, -1) == [f"{other}:{other}".encode()]

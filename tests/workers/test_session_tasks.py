@@ -323,7 +323,6 @@ def test_a_pass_commit_whose_reply_redis_lost_counts_its_questions_once(client, 
     assert rec["observed_revision"] == rec["revision"]
 
 
-
 @pytest.mark.parametrize("reached_in", ["start", "end"])
 def test_a_pass_past_its_soft_limit_waiting_for_redis_hands_its_slot_on(client, store, blobs_dataset, monkeypatch,
                                                                         reached_in):
@@ -359,3 +358,45 @@ def test_a_pass_past_its_soft_limit_waiting_for_redis_hands_its_slot_on(client, 
     assert token not in (None, b"pass-1") and _passes_sent_since(store, before) == [(token.decode(), repr([sid]))]
     rec = ss.get(sid)
     assert rec["observed_revision"] == (0 if reached_in == "end" else -1), rec
+
+
+def test_a_pass_the_hard_limit_killed_with_redis_away_ends_once_redis_answers(client, store, blobs_dataset,
+                                                                             monkeypatch):
+    """The hard limit came while Redis was away (the soft limit's hand-over waiting for it, or a Redis
+    restart at that moment): the worker's ``on_failure`` could not read the session and gave up, so the
+    session kept its slot until it expired, with no pass queued after it: a new session stayed
+    INITIALIZING, with no questions, for good. As a job's end (``_end_job_at_hard_limit``), the end is
+    written once Redis answers: FAILED (``session_update_failed``), the pass the answers asked for queued."""
+    import threading
+
+    from celery.exceptions import TimeLimitExceeded
+
+    from workers import session_tasks, tasks
+    from workers.session_store import SessionStore
+
+    from .redis_relay import store_behind_outage
+
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 30}).json["id"]
+    ss = SessionStore(store)
+    slot = ss._key(sid, ":update")
+    store.r.delete(slot)
+    assert ss.claim_update(sid, "pass-1")  # the pass that the hard limit kills
+    store.r.set(ss._key(sid, ":update_pending"), b"1")  # answers came during the pass
+    before = store.r.llen(store.settings.queues["short"])
+    cut, relay = store_behind_outage(store, b"never sent")
+    relay.cut()
+    monkeypatch.setattr(tasks, "_store", cut)
+    try:
+        session_tasks._end_pass_at_hard_limit(session_tasks.session_update, TimeLimitExceeded(2), "pass-1", [sid],
+                                              {}, None)
+        assert ss.get(sid)["state"] == "INITIALIZING" and store.r.get(slot) == b"pass-1"  # not written yet
+        relay.restore()
+        for waiting in threading.enumerate():
+            if waiting.name == f"shoal-hard-limit-{sid}":
+                waiting.join(60)
+    finally:
+        relay.close()
+    rec = ss.get(sid)
+    assert rec["state"] == "FAILED" and rec["error"]["code"] == "session_update_failed", rec
+    token = store.r.get(slot)
+    assert token not in (None, b"pass-1") and _passes_sent_since(store, before) == [(token.decode(), repr([sid]))]
