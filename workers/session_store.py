@@ -917,8 +917,9 @@ class SessionStore:
         from now, until the caller sends it (:meth:`mark_sent`); should the
         caller not, another live worker's sweep hands it over again once it
         is listed since before that sweep's ``listed_before``. The unsent task,
-        should it come after all, runs nothing (the slot is not its own), so
-        the session never has two passes at once; a pass that started, a slot
+        should it come after all, runs nothing while the slot is another
+        task's (once the slot is free it claims it for one more pass, as any
+        task may), so the session never has two passes at once; a pass that started, a slot
         released, handed on or expired, and a session deleted (its slot with
         it) are left alone.
 
