@@ -649,7 +649,9 @@ class Store(DatasetStoreMixin):
         """Delete a finished job: record, spec, result, affinity, model, listing entry.
 
         A predict job's rows (the dataset ``POST /v1/jobs/{id}/predict`` stored
-        for it) go with it. A job still QUEUED or RUNNING is left alone.
+        for it) go with it, unless a job or session a client made on them
+        still needs them (:meth:`_delete_predict_rows`). A job still QUEUED or
+        RUNNING is left alone.
 
         Returns
         -------
@@ -677,8 +679,42 @@ class Store(DatasetStoreMixin):
 
         outcome, rows = self.r.transaction(tx, key, value_from_callable=True)
         if rows is not None:
-            self.delete_dataset(rows)
+            self._delete_predict_rows(rows)
         return outcome
+
+    def _delete_predict_rows(self, did):
+        """Delete dataset ``did``, the rows of a predict job just deleted, unless other work needs them.
+
+        The rows are a dataset like any upload (listed, and a client may run jobs and open sessions
+        on them), so they are deleted as ``DELETE /v1/datasets/{id}`` deletes one: not while a job on
+        them is QUEUED or RUNNING or a session on them is open (deleted unguarded, such a job failed
+        with "dataset ... no longer exists"). Kept, they expire with their TTL or the client deletes them.
+
+        Parameters
+        ----------
+        did : str
+            The predict job's ``dataset_id``.
+
+        Returns
+        -------
+        bool
+            True if the rows were deleted (or already gone), False if kept.
+        """
+        from .session_store import dataset_in_use  # the session store imports this module
+
+        class InUse(Exception):
+            pass
+
+        def refuse_if_in_use(users):
+            busy = dataset_in_use(self, did, users)
+            if busy["jobs"] or busy["sessions"]:
+                raise InUse
+
+        try:
+            self.delete_dataset(did, guard=refuse_if_in_use)
+        except InUse:
+            return False
+        return True
 
     def request_cancel(self, jid):
         """Best-effort, idempotent cancellation; returns the record or None.
