@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from . import liveness, stats
 from .config import PREFIX, Settings
 from .dataset_store import DatasetStoreMixin
-from .records import decode_record, decode_token, dumps, encode_token, new_id, problem, utcnow_iso
+from .records import decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
@@ -643,7 +643,7 @@ class Store(DatasetStoreMixin):
             return
         from .submit import enqueue_job_event  # submit imports the Celery app; the store does not need it
 
-        enqueue_job_event(self.settings, rec["id"], rec["callback_url"])
+        enqueue_job_event(self.settings, rec["id"], rec["callback_url"], job_event(rec))
 
     def delete_job(self, jid):
         """Delete a finished job: record, spec, result, affinity, model, listing entry.

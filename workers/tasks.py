@@ -20,7 +20,7 @@ from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 from . import liveness, registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
-from .records import problem
+from .records import job_event, problem
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -421,7 +421,7 @@ def run_job(self, job_id):
         # off jobs:unsent) or started by a call whose reply was lost, must not wait for a task that never comes
         job = end_job(store, job_id, "FAILED", error=time_limit_error(store.settings), task_id=self.request.id)
         if job is not None and job.get("callback_url"):
-            deliver_webhook.delay(job_id, job["callback_url"])
+            deliver_webhook.delay(job_id, job["callback_url"], job_event(job))
         return
     if job is None:
         return  # unknown, finished, cancelled, attempts exhausted, or re-dispatched to another task
@@ -429,7 +429,7 @@ def run_job(self, job_id):
     if job.get("kind") == "predict":
         final = run_predict(store, job)
         if final is not None and callback_url:
-            deliver_webhook.delay(job_id, callback_url)
+            deliver_webhook.delay(job_id, callback_url, job_event(final))
         return
     state, error = "SUCCEEDED", None
     try:
@@ -479,7 +479,7 @@ def run_job(self, job_id):
         state, error = "FAILED", problem("internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}")
     final = end_job_past_soft_limit(store, job_id, state, error=error)
     if final is not None and callback_url:
-        deliver_webhook.delay(job_id, callback_url)
+        deliver_webhook.delay(job_id, callback_url, job_event(final))
 
 
 def run_predict(store, job):
@@ -547,21 +547,28 @@ def sign_webhook(secret, msg_id, timestamp, body):
 
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
-def deliver_webhook(self, job_id, url):
+def deliver_webhook(self, job_id, url, event=None):
     """POST a thin event to the job's ``callback_url``; retried with backoff.
 
-    ``result_url`` is null unless the job SUCCEEDED, as in the job's own view:
-    a FAILED or CANCELLED job has no result (its URL answers 409). The job's
-    state is read when the event is sent, waiting for Redis if it is away
-    (:func:`through_outage`: the task failed, without a retry, and the event
-    was lost).
+    Parameters
+    ----------
+    job_id : str
+    url : str
+        The job's ``callback_url``.
+    event : dict, optional
+        The event (:func:`workers.records.job_event` of the ended record), sent
+        as it is on every attempt, whatever became of the job since (deleted
+        or expired: the task read the job and dropped the event of one
+        deleted before an attempt). None (a message queued by a release that
+        sent no event): built from the job as read now, waiting for Redis if
+        it is away (:func:`through_outage`), and dropped if the job is gone.
     """
-    job = through_outage(get_store().get_job, job_id)
-    if job is None:
-        return
-    result_url = f"/v1/jobs/{job_id}/result" if job["state"] == "SUCCEEDED" else None
-    _send_event(self, url, {"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
-                            "result_url": result_url}, f"job {job_id}")
+    if event is None:
+        job = through_outage(get_store().get_job, job_id)
+        if job is None:
+            return
+        event = job_event(job)
+    _send_event(self, url, event, f"job {job_id}")
 
 
 @app.task(name="shoal.deliver_session_webhook", bind=True, max_retries=5, acks_late=True)
