@@ -583,7 +583,7 @@ class Store(DatasetStoreMixin):
             "progress": {"fraction": float(min(max(fraction, 0.0), 1.0)), "stage": stage, "message": message}
         })
 
-    def finish_job(self, jid, state, *, error=None, task_id=None):
+    def finish_job(self, jid, state, *, error=None, task_id=None, token=None):
         """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL.
 
         Parameters
@@ -596,6 +596,10 @@ class Store(DatasetStoreMixin):
             End the job only if it is dispatched to this Celery task (or its
             record predates ``dispatch``): a job re-dispatched to another task
             (:meth:`requeue_lost_job`) is that task's to end. None: not checked.
+        token : str, optional
+            A new id for this end, the same when the call is tried again
+            (:func:`workers.tasks.end_job`), recorded as ``end``: a job found
+            ended under it was ended by this call, whose reply Redis lost.
 
         Returns
         -------
@@ -605,7 +609,7 @@ class Store(DatasetStoreMixin):
         """
         assert state in TERMINAL
         now = time.time()
-        updates = {"state": state, "finished_at": utcnow_iso(now), "error": error}
+        updates = {"state": state, "finished_at": utcnow_iso(now), "error": error, "end": token}
         if state == "SUCCEEDED":
             updates["progress"] = {"fraction": 1.0, "stage": "done", "message": None}
 

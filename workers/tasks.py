@@ -112,17 +112,19 @@ def through_outage_past_soft_limit(call, *args, **kwargs):
         return through_outage(call, *args, **kwargs)
 
 
-def end_job(store, job_id, state, *, error=None, task_id=None):
+def end_job(store, job_id, state, *, error=None, task_id=None, token=None):
     """:meth:`Store.finish_job` through a Redis outage, as :func:`through_outage`, without losing its event.
 
     A write whose reply a Redis restart lost is tried again (by redis-py,
     whose retry finds its WATCH gone, or by :func:`through_outage`), finds
     the job already ended by that write, and ``finish_job`` answers None, so
-    the caller sent no event. When the job stands in ``state`` with
-    ``error`` after a None, that record is returned, as the write would have
-    returned it: no other path ends a RUNNING job with the same state and
-    error (a client's cancel is only a flag; a lost worker's job fails as
-    ``worker_lost``; the hard time limit kills the task before this call).
+    the caller sent no event. When the job stands ended under this call's
+    ``token`` after a None, that record is returned, as the write would have
+    returned it. Another end is not taken for this one, even of the same
+    state and error: a client's cancel that read the job QUEUED just before
+    the worker started it ends it CANCELLED (and sends its event) while the
+    worker runs, and the worker, seeing the cancel flag, took that end for
+    its own and sent the event a second time.
 
     Parameters
     ----------
@@ -134,16 +136,20 @@ def end_job(store, job_id, state, *, error=None, task_id=None):
     task_id : str, optional
         End the job only if it is dispatched to this task
         (:meth:`Store.finish_job`); None: not checked.
+    token : str, optional
+        The id of this end (:meth:`Store.finish_job`), the same on every try
+        of it; None: a new one.
 
     Returns
     -------
     dict or None
         The ended record; None if the job was unknown or another end stands.
     """
-    rec = through_outage(store.finish_job, job_id, state, error=error, task_id=task_id)
+    token = token or uuid.uuid4().hex
+    rec = through_outage(store.finish_job, job_id, state, error=error, task_id=task_id, token=token)
     if rec is None:
         job = through_outage(store.get_job, job_id)
-        if job is not None and job["state"] == state and job.get("error") == json.loads(json.dumps(error)):
+        if job is not None and job["state"] == state and job.get("end") == token:
             return job
     return rec
 
@@ -157,10 +163,11 @@ def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
     ``worker_lost``, ``hard_time_limit + visibility_timeout`` later. The
     same end is written instead (a write whose reply was lost is found by
     :func:`end_job`); the hard time limit still bounds the wait
-    (:func:`through_outage_past_soft_limit`). Parameters and return as
-    :func:`end_job`.
+    (:func:`through_outage_past_soft_limit`), under one ``token`` for every
+    try. Parameters and return as :func:`end_job`.
     """
-    return through_outage_past_soft_limit(end_job, store, job_id, state, error=error, task_id=task_id)
+    return through_outage_past_soft_limit(end_job, store, job_id, state, error=error, task_id=task_id,
+                                          token=uuid.uuid4().hex)
 
 
 def report_progress(store, job_id, fraction, stage):
