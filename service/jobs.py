@@ -396,7 +396,9 @@ def delete_job(job_id):
 
     A job still QUEUED or RUNNING answers 409 ``job_not_finished``: cancel it
     first (``POST /v1/jobs/{id}/cancel``) and delete it once ``done``. A
-    predict job's rows go with it. Predict jobs already requested on a
+    predict job's rows go with it, unless a job on them is still QUEUED or
+    RUNNING or a session on them is open (then they stay, as their
+    ``DELETE`` would answer 409). Predict jobs already requested on a
     deleted job still run: each holds a copy of the model. The dataset stays.
     """
     outcome = get_store().delete_job(job_id)

@@ -11,12 +11,17 @@ import ipaddress
 import re
 import socket
 import threading
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 _LOCAL_SUFFIXES = (".localhost", ".local", ".internal", ".localdomain")
 # A last label that is a number (decimal, or 0x hex) makes a host an IPv4 address to URL parsers
 # (WHATWG URL "ends in a number"), never a DNS name.
 _NUMERIC_LABEL = re.compile(r"[0-9]+|0x[0-9a-f]*")
+# C0 and C1 controls, DEL and the space: no HTTP request line can carry them, encoded or not
+_CONTROL = re.compile(r"[\x00-\x20\x7f-\x9f]")
+# kept as they are in a request target (RFC 3986 reserved, unreserved and "%"); other characters are
+# percent-encoded as UTF-8, as browsers and HTTP clients send an IRI's path and query
+_TARGET_SAFE = "!#$&'()*+,/:;=?@[]~-._%"
 
 
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")  # RFC 6052: the last 32 bits are the IPv4 address
@@ -62,6 +67,11 @@ def callback_url_error(url):
     service (a 422 at submission) and the worker (which then drops the
     callback instead of retrying it).
 
+    A URL with a control character (which no request line can carry) is
+    refused too, and so is a host name that has no IDNA (``xn--``) form;
+    other non-ASCII characters are sent percent-encoded
+    (:func:`request_target`, :func:`ascii_host`).
+
     Parameters
     ----------
     url : str
@@ -71,6 +81,10 @@ def callback_url_error(url):
     str or None
         A sentence naming the reason, e.g. ``"port 0 is outside 1-65535"``.
     """
+    control = _CONTROL.search(url)
+    if control:
+        return (f"the URL holds {control.group()!r} (a space or control character) at position {control.start()}; "
+                "percent-encode it")
     try:
         parts = urlsplit(url)
     except ValueError as exc:  # e.g. unbalanced [ ] around an IPv6 address
@@ -89,6 +103,10 @@ def callback_url_error(url):
     host = (parts.hostname or "").rstrip(".").lower()
     if not host:
         return "the URL has no host"
+    try:
+        ascii_host(host)
+    except UnicodeError as exc:
+        return f"host {host!r} has no IDNA (xn--) form: {exc}"
     if _ipv4_like(host):
         try:
             ipaddress.IPv4Address(host)
@@ -132,6 +150,48 @@ def callback_target_error(url, *, allow_private):
     except ValueError:
         return None
     return f"{address} is not a public address" if _not_public(address) else None
+
+
+def ascii_host(host):
+    """``host`` as DNS and HTTP carry it: a name's IDNA (``xn--``) form, what name resolution uses too.
+
+    Parameters
+    ----------
+    host : str
+        A URL's host name or address literal (without brackets).
+
+    Returns
+    -------
+    str
+        ASCII; ``host`` itself when it is ASCII.
+
+    Raises
+    ------
+    UnicodeError
+        A label with no IDNA form (too long once encoded, or prohibited characters).
+    """
+    return host if host.isascii() else host.encode("idna").decode("ascii")
+
+
+def request_target(parts):
+    """The path and query of a callback URL as its request line carries them.
+
+    Non-ASCII characters are percent-encoded as UTF-8 (``/hooks/café`` is
+    sent as ``/hooks/caf%C3%A9``), as browsers and HTTP clients send them;
+    escapes already there and reserved characters are kept. Such a URL used
+    to be accepted and then never called (the request line took ASCII only).
+
+    Parameters
+    ----------
+    parts : urllib.parse.SplitResult
+        The split URL.
+
+    Returns
+    -------
+    str
+        ASCII, starting with ``/``.
+    """
+    return quote((parts.path or "/") + (f"?{parts.query}" if parts.query else ""), safe=_TARGET_SAFE)
 
 
 class CallbackRefused(Exception):
@@ -223,8 +283,8 @@ def post_pinned(url, address, body, headers, *, timeout, ca_certs=None):
     parts = urlsplit(url)
     https = parts.scheme == "https"
     port = parts.port or (443 if https else 80)
-    path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    host = parts.hostname
+    path = request_target(parts)
+    host = ascii_host(parts.hostname)
     host_header = host if ":" not in host else f"[{host}]"
     if parts.port:
         host_header += f":{parts.port}"

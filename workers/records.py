@@ -139,6 +139,29 @@ def decode_token(token):
         raise ValueError("page_token is not a token returned by this API") from exc
 
 
+def job_event(rec):
+    """The webhook event of a job's end, as ``shoal.deliver_webhook`` POSTs it.
+
+    Built from the record the end wrote and carried in the task's arguments, so every attempt
+    sends it as it was when the job ended, also once the job was deleted (a task that read the
+    job when it ran dropped the event of a job deleted before its first attempt or a retry).
+
+    Parameters
+    ----------
+    rec : dict
+        The ended job's record (``id`` and a terminal ``state``).
+
+    Returns
+    -------
+    dict
+        ``{"type": "job.<state>", "job_id", "state", "result_url"}``; ``result_url`` is null unless
+        the job SUCCEEDED, as in the job's own view.
+    """
+    jid, state = rec["id"], rec["state"]
+    return {"type": f"job.{state.lower()}", "job_id": jid, "state": state,
+            "result_url": f"/v1/jobs/{jid}/result" if state == "SUCCEEDED" else None}
+
+
 def problem(code, title, status, detail, **extra):
     """An RFC 9457 problem object for job and session errors.
 

@@ -39,7 +39,7 @@ import scipy.sparse as sp
 from . import liveness, stats
 from .config import PREFIX, Settings
 from .dataset_store import DatasetStoreMixin
-from .records import decode_record, decode_token, dumps, encode_token, new_id, problem, utcnow_iso
+from .records import decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
@@ -583,7 +583,7 @@ class Store(DatasetStoreMixin):
             "progress": {"fraction": float(min(max(fraction, 0.0), 1.0)), "stage": stage, "message": message}
         })
 
-    def finish_job(self, jid, state, *, error=None, task_id=None):
+    def finish_job(self, jid, state, *, error=None, task_id=None, token=None):
         """Move to a terminal state (from QUEUED/RUNNING only) and start the TTL.
 
         Parameters
@@ -596,6 +596,10 @@ class Store(DatasetStoreMixin):
             End the job only if it is dispatched to this Celery task (or its
             record predates ``dispatch``): a job re-dispatched to another task
             (:meth:`requeue_lost_job`) is that task's to end. None: not checked.
+        token : str, optional
+            A new id for this end, the same when the call is tried again
+            (:func:`workers.tasks.end_job`), recorded as ``end``: a job found
+            ended under it was ended by this call, whose reply Redis lost.
 
         Returns
         -------
@@ -605,7 +609,7 @@ class Store(DatasetStoreMixin):
         """
         assert state in TERMINAL
         now = time.time()
-        updates = {"state": state, "finished_at": utcnow_iso(now), "error": error}
+        updates = {"state": state, "finished_at": utcnow_iso(now), "error": error, "end": token}
         if state == "SUCCEEDED":
             updates["progress"] = {"fraction": 1.0, "stage": "done", "message": None}
 
@@ -643,13 +647,15 @@ class Store(DatasetStoreMixin):
             return
         from .submit import enqueue_job_event  # submit imports the Celery app; the store does not need it
 
-        enqueue_job_event(self.settings, rec["id"], rec["callback_url"])
+        enqueue_job_event(self.settings, rec["id"], rec["callback_url"], job_event(rec))
 
     def delete_job(self, jid):
         """Delete a finished job: record, spec, result, affinity, model, listing entry.
 
         A predict job's rows (the dataset ``POST /v1/jobs/{id}/predict`` stored
-        for it) go with it. A job still QUEUED or RUNNING is left alone.
+        for it) go with it, unless a job or session a client made on them
+        still needs them (:meth:`_delete_predict_rows`). A job still QUEUED or
+        RUNNING is left alone.
 
         Returns
         -------
@@ -677,8 +683,42 @@ class Store(DatasetStoreMixin):
 
         outcome, rows = self.r.transaction(tx, key, value_from_callable=True)
         if rows is not None:
-            self.delete_dataset(rows)
+            self._delete_predict_rows(rows)
         return outcome
+
+    def _delete_predict_rows(self, did):
+        """Delete dataset ``did``, the rows of a predict job just deleted, unless other work needs them.
+
+        The rows are a dataset like any upload (listed, and a client may run jobs and open sessions
+        on them), so they are deleted as ``DELETE /v1/datasets/{id}`` deletes one: not while a job on
+        them is QUEUED or RUNNING or a session on them is open (deleted unguarded, such a job failed
+        with "dataset ... no longer exists"). Kept, they expire with their TTL or the client deletes them.
+
+        Parameters
+        ----------
+        did : str
+            The predict job's ``dataset_id``.
+
+        Returns
+        -------
+        bool
+            True if the rows were deleted (or already gone), False if kept.
+        """
+        from .session_store import dataset_in_use  # the session store imports this module
+
+        class InUse(Exception):
+            pass
+
+        def refuse_if_in_use(users):
+            busy = dataset_in_use(self, did, users)
+            if busy["jobs"] or busy["sessions"]:
+                raise InUse
+
+        try:
+            self.delete_dataset(did, guard=refuse_if_in_use)
+        except InUse:
+            return False
+        return True
 
     def request_cancel(self, jid):
         """Best-effort, idempotent cancellation; returns the record or None.

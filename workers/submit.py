@@ -84,7 +84,7 @@ def submit_job(store, **job):
     return rec
 
 
-def enqueue_job_event(settings, job_id, callback_url):
+def enqueue_job_event(settings, job_id, callback_url, event):
     """Queue ``shoal.deliver_webhook`` (by name) for a job's ``callback_url``.
 
     Used by :meth:`Store.announce_end` for jobs that end without a worker.
@@ -96,6 +96,8 @@ def enqueue_job_event(settings, job_id, callback_url):
     job_id : str
     callback_url : str
         The job's checked ``callback_url``.
+    event : dict
+        The event to send (:func:`workers.records.job_event`).
 
     Raises
     ------
@@ -103,7 +105,7 @@ def enqueue_job_event(settings, job_id, callback_url):
     only its event is lost (polling stays the contract).
     """
     try:
-        _app(settings).send_task("shoal.deliver_webhook", args=[job_id, callback_url])
+        _app(settings).send_task("shoal.deliver_webhook", args=[job_id, callback_url, event])
     except Exception:  # noqa: BLE001 - see above
         log.warning("job %s: ended, but its event could not be enqueued", job_id, exc_info=True)
 

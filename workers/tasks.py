@@ -20,7 +20,7 @@ from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 from . import liveness, registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
-from .records import problem
+from .records import job_event, problem
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -112,17 +112,19 @@ def through_outage_past_soft_limit(call, *args, **kwargs):
         return through_outage(call, *args, **kwargs)
 
 
-def end_job(store, job_id, state, *, error=None, task_id=None):
+def end_job(store, job_id, state, *, error=None, task_id=None, token=None):
     """:meth:`Store.finish_job` through a Redis outage, as :func:`through_outage`, without losing its event.
 
     A write whose reply a Redis restart lost is tried again (by redis-py,
     whose retry finds its WATCH gone, or by :func:`through_outage`), finds
     the job already ended by that write, and ``finish_job`` answers None, so
-    the caller sent no event. When the job stands in ``state`` with
-    ``error`` after a None, that record is returned, as the write would have
-    returned it: no other path ends a RUNNING job with the same state and
-    error (a client's cancel is only a flag; a lost worker's job fails as
-    ``worker_lost``; the hard time limit kills the task before this call).
+    the caller sent no event. When the job stands ended under this call's
+    ``token`` after a None, that record is returned, as the write would have
+    returned it. Another end is not taken for this one, even of the same
+    state and error: a client's cancel that read the job QUEUED just before
+    the worker started it ends it CANCELLED (and sends its event) while the
+    worker runs, and the worker, seeing the cancel flag, took that end for
+    its own and sent the event a second time.
 
     Parameters
     ----------
@@ -134,16 +136,20 @@ def end_job(store, job_id, state, *, error=None, task_id=None):
     task_id : str, optional
         End the job only if it is dispatched to this task
         (:meth:`Store.finish_job`); None: not checked.
+    token : str, optional
+        The id of this end (:meth:`Store.finish_job`), the same on every try
+        of it; None: a new one.
 
     Returns
     -------
     dict or None
         The ended record; None if the job was unknown or another end stands.
     """
-    rec = through_outage(store.finish_job, job_id, state, error=error, task_id=task_id)
+    token = token or uuid.uuid4().hex
+    rec = through_outage(store.finish_job, job_id, state, error=error, task_id=task_id, token=token)
     if rec is None:
         job = through_outage(store.get_job, job_id)
-        if job is not None and job["state"] == state and job.get("error") == json.loads(json.dumps(error)):
+        if job is not None and job["state"] == state and job.get("end") == token:
             return job
     return rec
 
@@ -157,7 +163,8 @@ def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
     ``worker_lost``, ``hard_time_limit + visibility_timeout`` later. The
     same end is written instead (a write whose reply was lost is found by
     :func:`end_job`); the hard time limit still bounds the wait
-    (:func:`through_outage_past_soft_limit`).
+    (:func:`through_outage_past_soft_limit`), under one ``token`` for every
+    try.
 
     Parameters
     ----------
@@ -174,7 +181,8 @@ def end_job_past_soft_limit(store, job_id, state, *, error=None, task_id=None):
     dict or None
         The ended record; None if the job was unknown or another end stands.
     """
-    return through_outage_past_soft_limit(end_job, store, job_id, state, error=error, task_id=task_id)
+    return through_outage_past_soft_limit(end_job, store, job_id, state, error=error, task_id=task_id,
+                                          token=uuid.uuid4().hex)
 
 
 def report_progress(store, job_id, fraction, stage):
@@ -435,7 +443,7 @@ def run_job(self, job_id):
         # off jobs:unsent) or started by a call whose reply was lost, must not wait for a task that never comes
         job = end_job(store, job_id, "FAILED", error=time_limit_error(store.settings), task_id=self.request.id)
         if job is not None and job.get("callback_url"):
-            deliver_webhook.delay(job_id, job["callback_url"])
+            deliver_webhook.delay(job_id, job["callback_url"], job_event(job))
         return
     if job is None:
         return  # unknown, finished, cancelled, attempts exhausted, or re-dispatched to another task
@@ -443,7 +451,7 @@ def run_job(self, job_id):
     if job.get("kind") == "predict":
         final = run_predict(store, job)
         if final is not None and callback_url:
-            deliver_webhook.delay(job_id, callback_url)
+            deliver_webhook.delay(job_id, callback_url, job_event(final))
         return
     state, error = "SUCCEEDED", None
     try:
@@ -493,7 +501,7 @@ def run_job(self, job_id):
         state, error = "FAILED", problem("internal_error", "The method failed", 500, f"{type(exc).__name__}: {exc}")
     final = end_job_past_soft_limit(store, job_id, state, error=error)
     if final is not None and callback_url:
-        deliver_webhook.delay(job_id, callback_url)
+        deliver_webhook.delay(job_id, callback_url, job_event(final))
 
 
 def run_predict(store, job):
@@ -561,21 +569,28 @@ def sign_webhook(secret, msg_id, timestamp, body):
 
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)
-def deliver_webhook(self, job_id, url):
+def deliver_webhook(self, job_id, url, event=None):
     """POST a thin event to the job's ``callback_url``; retried with backoff.
 
-    ``result_url`` is null unless the job SUCCEEDED, as in the job's own view:
-    a FAILED or CANCELLED job has no result (its URL answers 409). The job's
-    state is read when the event is sent, waiting for Redis if it is away
-    (:func:`through_outage`: the task failed, without a retry, and the event
-    was lost).
+    Parameters
+    ----------
+    job_id : str
+    url : str
+        The job's ``callback_url``.
+    event : dict, optional
+        The event (:func:`workers.records.job_event` of the ended record), sent
+        as it is on every attempt, whatever became of the job since (deleted
+        or expired: the task read the job and dropped the event of one
+        deleted before an attempt). None (a message queued by a release that
+        sent no event): built from the job as read now, waiting for Redis if
+        it is away (:func:`through_outage`), and dropped if the job is gone.
     """
-    job = through_outage(get_store().get_job, job_id)
-    if job is None:
-        return
-    result_url = f"/v1/jobs/{job_id}/result" if job["state"] == "SUCCEEDED" else None
-    _send_event(self, url, {"type": f"job.{job['state'].lower()}", "job_id": job_id, "state": job["state"],
-                            "result_url": result_url}, f"job {job_id}")
+    if event is None:
+        job = through_outage(get_store().get_job, job_id)
+        if job is None:
+            return
+        event = job_event(job)
+    _send_event(self, url, event, f"job {job_id}")
 
 
 @app.task(name="shoal.deliver_session_webhook", bind=True, max_retries=5, acks_late=True)

@@ -58,11 +58,14 @@ class WebhookReceiver:
     ``with WebhookReceiver() as hook:`` gives ``hook.url``; ``hook.wait(pred)``
     returns the first ``(headers, body)`` (headers lower-cased, body text) whose
     parsed JSON body satisfies ``pred``. ``WebhookReceiver(fail_first=n)``
-    answers the first n POSTs with 503 and keeps them in ``hook.failed``.
+    answers the first n POSTs with 503 and keeps them in ``hook.failed``; with
+    ``hold`` (a ``threading.Event``) it answers each of them only once ``hold`` is set
+    (at most 5 s later), so a test can act while an attempt is under way.
     """
 
-    def __init__(self, fail_first=0):
+    def __init__(self, fail_first=0, hold=None):
         self.fail_first = fail_first  # answer 503 to this many POSTs first (the sender retries)
+        self.hold = hold
 
     def __enter__(self):
         import threading
@@ -70,7 +73,7 @@ class WebhookReceiver:
 
         received = self.received = []
         failed = self.failed = []
-        fail_first = self.fail_first
+        fail_first, hold = self.fail_first, self.hold
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
@@ -78,6 +81,8 @@ class WebhookReceiver:
                 headers = {k.lower(): v for k, v in self.headers.items()}
                 if len(failed) < fail_first:
                     failed.append((headers, body))
+                    if hold is not None:
+                        hold.wait(5)
                     self.send_response(503)
                 else:
                     received.append((headers, body))

@@ -233,3 +233,24 @@ def test_a_refused_callback_is_retried_under_the_same_webhook_id(live, blobs):
         assert json.loads(first_body)["job_id"] == jid and first_body == body
         assert headers["webhook-id"] == first_headers["webhook-id"] and signature_ok(headers, body)
         assert [h["webhook-id"] for h, _ in hook.received].count(headers["webhook-id"]) == 1
+
+def test_the_event_of_a_job_deleted_before_its_retry_is_still_sent(live, blobs):
+    """``shoal.deliver_webhook`` read the job when each attempt ran: a job its client deleted (polling
+    saw it end, fetched the result and deleted it) before an attempt got through had its event dropped.
+    Here the first attempt is answered 503 once the job is gone, and the retry sent nothing."""
+    import threading
+
+    did, X, y = blobs
+    hold = threading.Event()
+    with WebhookReceiver(fail_first=1, hold=hold) as hook:
+        jid = submit(live, dataset_id=did, method="spectral", n_clusters=3, callback_url=hook.url).json()["id"]
+        assert wait_done(live, jid)["state"] == "SUCCEEDED"
+        deadline = time.monotonic() + 60
+        while not hook.failed and time.monotonic() < deadline:  # the first attempt, held unanswered
+            time.sleep(0.05)
+        assert requests.delete(f"{live}/v1/jobs/{jid}", timeout=30).status_code == 204
+        hold.set()  # now it gets its 503: the retry comes 5 s later
+        headers, body = hook.wait(lambda e: e.get("job_id") == jid, timeout=60)
+        (_, first_body), = hook.failed
+        assert body == first_body and json.loads(body)["type"] == "job.succeeded"
+        assert json.loads(body)["result_url"] == f"/v1/jobs/{jid}/result" and signature_ok(headers, body)

@@ -101,6 +101,10 @@ MALFORMED = [
     ("http://example.123/x", "dotted-quad"),
     ("http://[::1/x", "cannot be parsed"),
     ("ftp://example.org/x", "http and https"),
+    # no request line carries a control character (marshmallow's Url lets those that are not whitespace through)
+    ("http://example.org/hooks/a\x00b", "control character"),
+    ("http://example.org/hooks?q=\x7f", "control character"),
+    ("http://" + "\u00fc" * 60 + ".org/x", "IDNA"),  # one label of 60 characters, too long once encoded
 ]
 WELL_FORMED = ["http://example.org:65535/x", "http://example.org:1/x", "https://93.184.216.34/x",
                "http://93.184.216.34./x", "http://[2606:4700::1]:8443/x", "http://1.2.3.4.example.com/x",
@@ -191,6 +195,18 @@ def test_pinned_post_connects_to_the_checked_address_and_keeps_the_host_header(f
     assert post_pinned(f"http://hooks.example.com:{port}/moved", "127.0.0.1", body, {"webhook-id": "m2"},
                        timeout=5) == 302  # not followed
     assert [s[0] for s in recorder.seen] == ["/hook?x=1", "/moved"]
+
+
+def test_a_callback_url_with_non_ascii_characters_is_called_with_them_encoded(recorder):
+    """An IRI (``/hooks/café``, ``?who=zoë``, an internationalised host name) passed the checks at
+    submission and the worker dropped its every event: ``'ascii' codec can't encode character``.
+    The path and query go percent-encoded as UTF-8 and the host in its IDNA form, as HTTP clients send them."""
+    port = recorder.server_port
+    url = f"http://b\u00fccher.example.com:{port}/hooks/caf\u00e9/a%20b?who=zo\u00eb&x=%2F"
+    assert callback_url_error(url) is None
+    assert post_pinned(url, "127.0.0.1", "{}", {"webhook-id": "m7"}, timeout=5) == 204
+    assert recorder.seen == [("/hooks/caf%C3%A9/a%20b?who=zo%C3%AB&x=%2F", f"xn--bcher-kva.example.com:{port}",
+                              "m7", "{}")]
 
 
 def test_pinned_https_post_checks_the_certificate_against_the_host_name(fake_dns, tls):

@@ -194,3 +194,37 @@ def test_a_listing_skips_and_repeats_nothing_when_other_requests_change_the_inde
     page, _ = store.page_newest_first(zkey, load_while_a_job_is_created, state="RUNNING", page_size=2)
     assert [r["id"] for r in page] == ["rec059", "rec100"]
     store.r.delete(zkey)
+
+
+def test_deleting_a_predict_job_keeps_its_rows_while_a_job_on_them_is_unfinished(client, store, dcrc_job):
+    """A predict job's rows are a dataset like any other: listed, and a client may run a job on them.
+    Deleting the predict job deleted them unguarded, so that job, QUEUED, failed as soon as a worker
+    took it ("dataset ... no longer exists"), where ``DELETE /v1/datasets/{id}`` answers 409."""
+    from workers.tasks import run_predict
+
+    parent, _ = dcrc_job
+    r = client.post(f"/v1/jobs/{parent}/predict", json={"data": [[0.0, 0.0], [8.0, 8.0], [-8.0, 8.0]]})
+    assert r.status_code == 202, r.json
+    pid, rows = r.json["id"], r.json["dataset_id"]
+    assert run_predict(store, store.start_job(pid))["state"] == "SUCCEEDED"
+    other = client.post("/v1/jobs", json={"dataset_id": rows, "method": "spectral", "n_clusters": 2})
+    assert other.status_code == 202, other.json  # QUEUED: no worker reads this Redis database
+
+    assert client.delete(f"/v1/jobs/{pid}").status_code == 204
+    assert client.get(f"/v1/datasets/{rows}").status_code == 200  # kept for the queued job
+    assert store.load_dataset(rows) is not None
+    assert client.delete(f"/v1/datasets/{rows}").status_code == 409
+    assert client.post(f"/v1/jobs/{other.json['id']}/cancel").json["state"] == "CANCELLED"
+    assert client.delete(f"/v1/datasets/{rows}").status_code == 204
+
+
+def test_deleting_a_predict_job_deletes_its_rows_when_nothing_else_uses_them(client, store, dcrc_job):
+    from workers.tasks import run_predict
+
+    parent, _ = dcrc_job
+    r = client.post(f"/v1/jobs/{parent}/predict", json={"data": [[0.0, 0.0], [8.0, 8.0]]})
+    pid, rows = r.json["id"], r.json["dataset_id"]
+    assert run_predict(store, store.start_job(pid))["state"] == "SUCCEEDED"
+    assert client.delete(f"/v1/jobs/{pid}").status_code == 204
+    assert client.get(f"/v1/datasets/{rows}").status_code == 404
+    assert not store.r.exists(f"shoal:dataset:{rows}:X")
