@@ -23,6 +23,19 @@ def _job(store, method="spectral"):
                             random_state=0)["id"]
 
 
+def _run_past_soft_limit(store, monkeypatch, jid, trigger):
+    """Run job ``jid``'s task in this process on a store behind a relay that goes down at the first
+    request holding ``trigger``; the soft time limit comes in that outage, then Redis answers again."""
+    cut, relay = store_behind_outage(store, trigger)
+    monkeypatch.setattr(tasks, "_store", cut)
+    try:
+        with soft_limit_once_redis_is_down(relay) as reached:
+            tasks.run_job.apply(args=[jid], task_id=jid)
+        assert reached.is_set()
+    finally:
+        relay.close()
+
+
 def test_a_start_whose_reply_redis_lost_runs_the_job_once(store, monkeypatch):
     """The start went through (RUNNING, attempt 1), its reply was lost. redis-py ran the transaction
     again, which found the attempt counted, took it for another delivery's start and answered None:
@@ -47,14 +60,7 @@ def test_the_soft_limit_reached_waiting_for_redis_to_start_the_job_fails_it(stor
     for good. It is FAILED (``time_limit``) once Redis answers."""
     jid = _job(store)
     store.mark_sent(jid)
-    cut, relay = store_behind_outage(store, b"HGETALL")
-    monkeypatch.setattr(tasks, "_store", cut)
-    try:
-        with soft_limit_once_redis_is_down(relay) as reached:
-            tasks.run_job.apply(args=[jid], task_id=jid)
-        assert reached.is_set()
-    finally:
-        relay.close()
+    _run_past_soft_limit(store, monkeypatch, jid, b"HGETALL")
     job = store.get_job(jid)
     assert job["state"] == "FAILED" and job["error"] == tasks.time_limit_error(store.settings), job
     assert job["attempts"] == 0
@@ -66,14 +72,7 @@ def test_the_soft_limit_reached_waiting_for_redis_to_end_the_job_still_ends_it(s
     visibility_timeout`` (about 3 h), until a read failed it as ``worker_lost``. Its end is written
     once Redis answers."""
     jid = _job(store, "cop_kmeans")  # no affinity: the result's write is one request, the last before the end
-    cut, relay = store_behind_outage(store, b"fit_seconds")
-    monkeypatch.setattr(tasks, "_store", cut)
-    try:
-        with soft_limit_once_redis_is_down(relay) as reached:
-            tasks.run_job.apply(args=[jid], task_id=jid)
-        assert reached.is_set()
-    finally:
-        relay.close()
+    _run_past_soft_limit(store, monkeypatch, jid, b"fit_seconds")
     job = store.get_job(jid)
     assert job["state"] == "SUCCEEDED" and store.get_result(jid)["job_id"] == jid, job
 
@@ -110,13 +109,6 @@ def test_a_predict_job_past_its_soft_time_limit_fails_as_time_limit(client, stor
     r = client.post(f"/v1/jobs/{dcrc_job[0]}/predict", json={"data": blobs_dataset[1][:5].tolist()})
     assert r.status_code == 202, r.json
     jid = r.json["id"]
-    cut, relay = store_behind_outage(store, b":model")  # Redis goes away once the model is read
-    monkeypatch.setattr(tasks, "_store", cut)
-    try:
-        with soft_limit_once_redis_is_down(relay) as reached:
-            tasks.run_job.apply(args=[jid], task_id=jid)
-        assert reached.is_set()
-    finally:
-        relay.close()
+    _run_past_soft_limit(store, monkeypatch, jid, b":model")  # Redis goes away once the model is read
     job = store.get_job(jid)
     assert job["state"] == "FAILED" and job["error"] == tasks.time_limit_error(store.settings), job

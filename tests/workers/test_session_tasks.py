@@ -19,6 +19,14 @@ def _passes_sent_since(store, before):
             if h["task"] == "shoal.session_update"]
 
 
+def _answer_truthfully(ss, sid, y):
+    """Lease five questions of session ``sid`` as worker "w" and answer each from the labels ``y``."""
+    for q in ss.lease(sid, 5, "w"):
+        a, b = q["items"]
+        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
+                         q["question_id"], 0)
+
+
 def _closed(i, j, aggregated, votes=None):
     return {"question_id": question_id(i, j), "items": [i, j], "status": "closed", "aggregated": aggregated,
             "votes": votes or [aggregated]}
@@ -60,11 +68,7 @@ def test_a_sessions_passes_in_one_worker_process_share_its_base_graph(client, st
     ss = SessionStore(store)
     session_tasks.update_once(store, ss, sid)
     graph = session_tasks._BASE_GRAPHS[sid]
-    y = blobs_dataset[2]
-    for q in ss.lease(sid, 5, "w"):
-        a, b = q["items"]
-        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
-                         q["question_id"], 0)
+    _answer_truthfully(ss, sid, blobs_dataset[2])
     saved = ss.load_state(sid)
     ready = ss.r.lrange(ss._key(sid, ":ready"), 0, -1)
     assert len(ready) == 5
@@ -214,11 +218,7 @@ def test_a_pass_whose_slot_was_handed_over_writes_nothing(client, store, blobs_d
                                             "pool_size": 5}).json["id"]
     ss = SessionStore(store)
     session_tasks.update_once(store, ss, sid)
-    y = blobs_dataset[2]
-    for q in ss.lease(sid, 5, "w"):
-        a, b = q["items"]
-        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
-                         q["question_id"], 0)
+    _answer_truthfully(ss, sid, blobs_dataset[2])
     store.r.set(ss._key(sid, ":update"), "pass-1")
     before = ss.get(sid)
     assert ss.hand_over_update(sid, "pass-1", "pass-2")  # what recover_worker does
@@ -306,11 +306,7 @@ def test_a_pass_commit_whose_reply_redis_lost_counts_its_questions_once(client, 
                                             "pool_size": 5}).json["id"]
     ss = SessionStore(store)
     session_tasks.update_once(store, ss, sid)
-    y = blobs_dataset[2]
-    for q in ss.lease(sid, 5, "w"):
-        a, b = q["items"]
-        ss.record_answer(sid, q["question_id"], "must_link" if y[a] == y[b] else "cannot_link", "w",
-                         q["question_id"], 0)
+    _answer_truthfully(ss, sid, blobs_dataset[2])
     cut, relay = _through_lost_reply(store, b'"questions_closed"')  # the commit's MULTI ... EXEC
     try:
         through_outage(session_tasks.update_once, cut.store, cut, sid)
