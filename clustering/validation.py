@@ -109,7 +109,7 @@ RCA_MAX_FEATURES = 2000
 MAX_ABS_VALUE = 1e100
 # Smallest largest magnitude of a data matrix that is not all zeros, for the estimators that measure
 # distances. Squared differences below 2.2e-308 are subnormal or 0: on data whose values all lie
-# within 1e-160 every squared distance is 0, every row looks like every other, and the methods
+# within 1e-170 every squared distance is 0, every row looks like every other, and the methods
 # returned labels no better than chance without a word (ARI 0 where the same data times 1e160
 # gives 1). At 1e-100 the smallest difference a float64 resolves between such values (about
 # 1e-116) still squares to a normal number (1e-232).

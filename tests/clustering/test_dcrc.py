@@ -507,7 +507,7 @@ def test_standardisation_of_data_too_small_to_square(blobs):
     assert exc.value.field == "X"
 
 
-def test_column_scale_equals_numpy_std_on_ordinary_data():
+def test_column_std_equals_numpy_std_on_ordinary_data():
     # the power-of-two rescaling is exact: results on data numpy can square are unchanged bit for bit
     rng = np.random.default_rng(0)
     for scale in (1e-100, 1e-3, 1.0, 1e4, 1e100):
