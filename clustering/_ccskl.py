@@ -43,7 +43,7 @@ from ._graph import (
 from ._params import Interval, Options, validate_params
 from ._spectral import kmeans_labels, kmeans_labels_by_constraints
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import CCSKL_SELECT_MAX_SAMPLES, check_affinity, check_data, check_n_clusters
+from .validation import CCSKL_SELECT_MAX_SAMPLES, check_affinity, check_data, check_magnitude, check_n_clusters
 
 __all__ = ["CCSKL"]
 
@@ -539,6 +539,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
             self.n_features_in_ = n
         else:
             X = check_data(X)
+            check_magnitude(X)
             n = X.shape[0]
             self.n_features_in_ = X.shape[1]
         K = check_n_clusters(self.n_clusters, n)

@@ -39,12 +39,44 @@ from ._dcrc_em import (
 )
 from ._params import Interval, Options, validate_params
 from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import MAX_ABS_VALUE, check_data, check_n_clusters, check_triplets, check_weights, scientific
+from .validation import (
+    MAX_ABS_VALUE,
+    check_data,
+    check_magnitude,
+    check_n_clusters,
+    check_triplets,
+    check_weights,
+    scientific,
+)
 
 __all__ = ["DCRC", "select_dcrc_params"]
 
 _SCREEN_ITER = 10  # EM iterations every restart gets before the best one is continued
 _RANDOM_INIT_SCALE = 0.01
+
+
+def _column_std(X):
+    """Standard deviation of each column of ``X``, without squaring values below float64's range.
+
+    Each column is multiplied by a power of two that brings its largest
+    magnitude into [0.5, 1) first, and the result by its inverse: exact, so
+    this equals ``X.std(axis=0)`` bit for bit unless the squared deviations
+    there leave float64's normal range. Below about 1e-154 they do: on data
+    within 1e-170 ``X.std`` was 0 (the squares underflow), every column was
+    taken for constant and DCRC put every row in one cluster.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+        Finite values.
+
+    Returns
+    -------
+    ndarray of shape (n_features,), float64
+        0.0 for a constant column.
+    """
+    _, exponent = np.frexp(np.abs(X).max(axis=0, initial=0.0))  # exponent 0 for a column of zeros
+    return np.ldexp(np.ldexp(X, -exponent).std(axis=0), exponent)
 
 
 def check_start_weights(W, shape, field, what):
@@ -209,7 +241,8 @@ class DCRC(ClusterMixin, BaseEstimator):
     Raises
     ------
     InvalidInputError
-        From ``fit``: bad parameters, non-finite X, malformed triplets
+        From ``fit``: bad parameters, non-finite X (or, with
+        ``standardize=False``, X within ``±MIN_PEAK_VALUE``), malformed triplets
         (out-of-range or repeated index, unknown answer), bad weights, or an
         ``init`` or ``extra_starts`` array of the wrong shape or non-finite.
 
@@ -355,6 +388,8 @@ class DCRC(ClusterMixin, BaseEstimator):
         if self.callback is not None and not callable(self.callback):
             raise InvalidInputError("DCRC: callback must be callable or None", field="callback")
         X = check_data(X)
+        if not self.standardize:
+            check_magnitude(X)  # the raw values go to k-means and the logistic model
         N, d = X.shape
         self.n_features_in_ = d
         K = check_n_clusters(self.n_clusters, N)
@@ -385,7 +420,7 @@ class DCRC(ClusterMixin, BaseEstimator):
         # 1. standardise and augment
         if self.standardize:
             self.mean_ = X.mean(axis=0)
-            sd = X.std(axis=0)
+            sd = _column_std(X)
             self.scale_ = np.where(sd > 0, sd, 1.0)
         else:
             self.mean_ = np.zeros(d)

@@ -25,7 +25,7 @@ from ._relative import (
     relative_from_answers,
 )
 from .exceptions import InfeasibleConstraintsError, InvalidInputError
-from .validation import check_data, check_triplets
+from .validation import check_data, check_magnitude, check_triplets
 
 __all__ = ["ReCon"]
 
@@ -228,6 +228,7 @@ class ReCon(ClusterMixin, BaseEstimator):
         if self.callback is not None and not callable(self.callback):
             raise InvalidInputError("ReCon: callback must be callable or None", field="callback")
         X = check_data(X)
+        check_magnitude(X)
         self.n_features_in_ = X.shape[1]
         n, d = X.shape
         k = self.n_clusters

@@ -66,7 +66,7 @@ def _build(triplets, n_vertices, *, want_tree=True):
     t = np.asarray(triplets, dtype=np.int64).reshape(-1, 3)
     if t.shape[0] == 0:
         return True, ([] if want_tree else None)
-    verts = np.unique(t)
+    verts = np.flatnonzero(np.bincount(t.ravel(), minlength=n_vertices))  # np.unique(t), without its sort
     pos = np.empty(n_vertices, dtype=np.int64)
     root = [] if want_tree else None
     # work list of (vertices (global ids), triplet indices, node list to fill)
@@ -131,32 +131,34 @@ def _minimal_conflict(triplets, cert, n_vertices, *, budget=MINIMAL_CONFLICT_BUD
     is returned (still inconsistent, not necessarily minimal) and
     ``info["minimal"]`` is set to False.
     """
-    cand = [int(c) for c in cert]
-    core = []
+    # arrays, not lists: cert holds the failing item's triplets, often tens of thousands, and every
+    # step indexed ``triplets`` with a list built from them (a quarter of ReCon's repair time)
+    cand = np.asarray(cert, dtype=np.int64)
+    core = np.empty(0, dtype=np.int64)
     work = 0
     minimal = True
     while True:
-        if core:
-            work += len(core)
+        if core.size:
+            work += core.size
             if not _consistent(triplets[core], n_vertices):
                 break
         if work > budget:
             minimal = False
-            core = core + cand
+            core = np.concatenate([core, cand])
             break
-        lo, hi = 1, len(cand)  # smallest p with core + cand[:p] inconsistent
+        lo, hi = 1, cand.size  # smallest p with core + cand[:p] inconsistent
         while lo < hi:
             mid = (lo + hi) // 2
-            work += len(core) + mid
-            if _consistent(triplets[core + cand[:mid]], n_vertices):
+            work += core.size + mid
+            if _consistent(triplets[np.concatenate([core, cand[:mid]])], n_vertices):
                 lo = mid + 1
             else:
                 hi = mid
-        core.append(cand[lo - 1])
+        core = np.append(core, cand[lo - 1])
         cand = cand[: lo - 1]
     if info is not None:
         info["minimal"] = minimal
-    return np.asarray(sorted(core), dtype=np.int64)
+    return np.sort(core)
 
 
 def _normalise_relative(rel):

@@ -32,10 +32,12 @@ __all__ = [
     "E2CP_MAX_SAMPLES",
     "MAX_ABS_VALUE",
     "MAX_HIERARCHY_DEPTH",
+    "MIN_PEAK_VALUE",
     "SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS",
     "check_affinity",
     "check_data",
     "check_hierarchy",
+    "check_magnitude",
     "check_n_clusters",
     "check_pairs",
     "check_sparse_values",
@@ -105,6 +107,13 @@ RCA_MAX_FEATURES = 2000
 # of them over every pair and feature of any dataset the service accepts (fewer than 1e20 terms),
 # stay below 1e221, far from float64's 1.8e308; real measurements are nowhere near 1e100.
 MAX_ABS_VALUE = 1e100
+# Smallest largest magnitude of a data matrix that is not all zeros, for the estimators that measure
+# distances. Squared differences below 2.2e-308 are subnormal or 0: on data whose values all lie
+# within 1e-170 every squared distance is 0, every row looks like every other, and the methods
+# returned labels no better than chance without a word (ARI 0 where the same data times 1e160
+# gives 1). At 1e-100 the smallest difference a float64 resolves between such values (about
+# 1e-116) still squares to a normal number (1e-232).
+MIN_PEAK_VALUE = 1e-100
 # Deepest nesting of a hierarchy given as nested lists (a caterpillar tree of n
 # leaves nests n - 1 levels). Python's JSON decoder and encoder recurse once per
 # level against the interpreter's recursion limit (1000), and the hierarchy is
@@ -311,6 +320,35 @@ def check_affinity(A, *, name="X", rtol=1e-8):
         )
     np.fill_diagonal(A, 0.0)
     return A
+
+
+def check_magnitude(X, *, name="X"):
+    """Check that data which is not all zeros has a value of magnitude at least :data:`MIN_PEAK_VALUE`.
+
+    For the estimators that compute distances between rows (COP-RF's trees
+    compare values and need no such check).
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features), float64
+        Checked data (:func:`check_data`).
+    name : str, default="X"
+        Field name used in the message and in ``InvalidInputError.field``.
+
+    Raises
+    ------
+    InvalidInputError
+        Every value of ``X`` lies within ``±MIN_PEAK_VALUE`` and one is not 0:
+        squared distances between such values underflow 64-bit floats.
+    """
+    peak = float(np.abs(X).max(initial=0.0))
+    if 0.0 < peak < MIN_PEAK_VALUE:
+        raise InvalidInputError(
+            f"every value of {name} lies within ±{peak:.3g}: squared distances between values smaller "
+            f"than {MIN_PEAK_VALUE:g} underflow 64-bit floats and every row would look alike; rescale the "
+            "data (or z-score it)",
+            field=name,
+        )
 
 
 def _raise_too_large(name, r, c, shown):

@@ -11,7 +11,7 @@ from sklearn.utils import check_random_state
 from .._constraints import CANNOT_LINK, check_pairwise, must_link_components
 from .._params import Interval, Options, validate_params
 from ..exceptions import InfeasibleConstraintsError, InvalidInputError
-from ..validation import check_data, check_n_clusters
+from ..validation import check_data, check_magnitude, check_n_clusters
 
 __all__ = ["COPKMeans"]
 
@@ -249,6 +249,7 @@ class COPKMeans(ClusterMixin, BaseEstimator):
         """
         self._validate()
         X = check_data(X)
+        check_magnitude(X)
         self.n_features_in_ = X.shape[1]
         n, d = X.shape
         K = check_n_clusters(self.n_clusters, n)

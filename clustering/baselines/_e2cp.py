@@ -14,7 +14,7 @@ from .._graph import knn_gaussian_graph, normalized_adjacency
 from .._params import Interval, Options, validate_params
 from .._spectral import kmeans_labels, njw_embedding
 from ..exceptions import InvalidInputError
-from ..validation import E2CP_MAX_PROPAGATION, E2CP_MAX_SAMPLES, check_data, check_n_clusters
+from ..validation import E2CP_MAX_PROPAGATION, E2CP_MAX_SAMPLES, check_data, check_magnitude, check_n_clusters
 from ._spectral_clustering import _info_json
 
 __all__ = ["E2CP"]
@@ -270,6 +270,7 @@ class E2CP(ClusterMixin, BaseEstimator):
         """
         self._validate()
         X = check_data(X)
+        check_magnitude(X)
         self.n_features_in_ = X.shape[1]
         n = X.shape[0]
         if n > E2CP_MAX_SAMPLES:

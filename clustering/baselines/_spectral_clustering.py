@@ -16,7 +16,7 @@ from .._graph import gaussian_affinity, knn_gaussian_graph, kth_neighbor_sigma
 from .._params import Interval, Options, validate_params
 from .._spectral import kmeans_labels, njw_embedding, warn_if_disconnected
 from ..exceptions import InvalidInputError
-from ..validation import check_affinity, check_data, check_n_clusters
+from ..validation import check_affinity, check_data, check_magnitude, check_n_clusters
 
 __all__ = ["SpectralClustering"]
 
@@ -40,7 +40,9 @@ def _build_affinity(X, affinity, sigma, n_neighbors):
 def _check_input(X, affinity):
     if affinity == "precomputed":
         return check_affinity(X)
-    return check_data(X)
+    X = check_data(X)
+    check_magnitude(X)
+    return X
 
 
 def _distortion(Y, labels, n_clusters):

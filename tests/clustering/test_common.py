@@ -86,6 +86,26 @@ def test_data_scaled_to_the_magnitude_limit_clusters_as_the_original(method, sca
     assert adjusted_rand_score(Y, labels) > 0.9, method
 
 
+#: Methods that clustered data of any magnitude: COP-RF's trees only compare values; DCRC standardises
+#: each column first.
+ANY_MAGNITUDE = {"cop_rf", "dcrc"}
+
+
+@pytest.mark.parametrize("method", sorted(METHODS))
+@pytest.mark.parametrize("scale", [1e-170, 1e-300])
+def test_data_too_small_to_square_clusters_as_the_original_or_is_refused(method, scale):
+    """Non-regression: on data within 1e-170 every squared distance underflowed to 0, and every method but
+    COP-RF returned labels no better than chance (ARI 0; 1 at scale 1e-100) without a word (DCRC's
+    column standard deviations were 0 as well, so it put every row in one cluster)."""
+    est, kw = _case(method)
+    tiny = X * scale
+    if method in ANY_MAGNITUDE:
+        assert adjusted_rand_score(Y, est.fit(tiny, **kw).labels_) > 0.9, method
+    else:
+        with pytest.raises(InvalidInputError, match=r"every value of X lies within .* rescale the data"):
+            est.fit(tiny, **kw)
+
+
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_callback_exception_cancels_the_fit(method):
     class Cancelled(Exception):

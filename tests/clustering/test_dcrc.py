@@ -10,7 +10,7 @@ from scipy.special import log_softmax
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering._dcrc import DCRC
+from clustering._dcrc import DCRC, _column_std
 from clustering._dcrc_em import (
     _answer_proba,
     _compat_coefficients,
@@ -492,3 +492,25 @@ def test_init_weights_beyond_float_range_are_an_invalid_input_error():
     with pytest.raises(InvalidInputError, match=r"init\[1, 2\] = -1\.00000e\+400.*within ±1e\+100") as exc:
         DCRC(n_clusters=3, init=W, n_init=1, max_iter=5, random_state=0).fit(X)
     assert exc.value.field == "init"
+
+
+def test_standardisation_of_data_too_small_to_square(blobs):
+    # On data within 1e-170 the squared deviations underflowed: X.std was 0, every column was taken for
+    # constant (scale 1), the standardised data stayed within 1e-170 and every row went to one cluster
+    X, y = blobs
+    ref = DCRC(n_clusters=3, n_init=1, random_state=0).fit(X)
+    tiny = DCRC(n_clusters=3, n_init=1, random_state=0).fit(X * 1e-300)
+    np.testing.assert_allclose(tiny.scale_ / 1e-300, ref.scale_, rtol=1e-12)
+    assert adjusted_rand_score(ref.labels_, tiny.labels_) == 1.0
+    with pytest.raises(InvalidInputError, match="rescale the data") as exc:  # raw values: nothing to cluster on
+        DCRC(n_clusters=3, n_init=1, standardize=False, random_state=0).fit(X * 1e-300)
+    assert exc.value.field == "X"
+
+
+def test_column_std_equals_numpy_std_on_ordinary_data():
+    # the power-of-two rescaling is exact: results on data numpy can square are unchanged bit for bit
+    rng = np.random.default_rng(0)
+    for scale in (1e-100, 1e-3, 1.0, 1e4, 1e100):
+        X = rng.normal(3.0, 2.0, size=(40, 4)) * scale
+        X[:, 3] = 5.0 * scale  # a constant column
+        np.testing.assert_array_equal(_column_std(X), X.std(axis=0))
