@@ -161,7 +161,8 @@ def check(body):
 def relative_feasibility(checked, n_samples, item_ids=None):
     """BUILD feasibility of triplet answers and ab|c constraints together.
 
-    Returns None when there are no relative constraints, else
+    Returns None when there are no relative constraints (no ``triplets``,
+    ``relative`` or ``hierarchy``), else
     ``{"feasible", "n_relative", "minimal", "conflicting": [{"field", "index",
     "items", "answer", "item_ids"}]}`` naming a conflicting subset by its
     position in the request (``index`` null for an ab|c constraint of the
@@ -181,7 +182,11 @@ def relative_feasibility(checked, n_samples, item_ids=None):
         answers.append("yes")
         origin.append(("relative", k))
     if not rows:
-        return None  # a hierarchy alone is always displayed by itself
+        if checked.get("hierarchy") is None:
+            return None
+        # a hierarchy alone is displayed by itself: no BUILD needed
+        return {"feasible": True, "n_relative": count_hierarchy_constraints(checked["hierarchy"]),
+                "minimal": True, "conflicting": []}
     if checked.get("hierarchy") is not None:
         # ReCon takes the hierarchy as the ab|c constraints it stands for, beside the lists: so does the check
         # (validate_constraints held their number to SHOAL_MAX_CONSTRAINTS)

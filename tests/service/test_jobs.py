@@ -565,6 +565,8 @@ def test_constraint_check_holds_relative_constraints_against_the_hierarchy(clien
     assert big.mimetype == PROBLEM and "/constraints/hierarchy" in big.json["errors"]
     alone = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {"hierarchy": tree}})
     assert alone.status_code == 200 and alone.json["consistent"] is True
+    # reported as with lists beside it (it had no "relative", which the schema promises with a hierarchy)
+    assert alone.json["relative"] == {"feasible": True, "n_relative": 2, "minimal": True, "conflicting": []}
 
 
 def test_a_hierarchy_counts_as_its_relative_constraints_against_the_limit_for_every_job(store, blobs_dataset):
