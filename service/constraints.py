@@ -46,11 +46,32 @@ def present_kinds(constraints):
 def validate_constraints(constraints, n_samples, *, prefix="/constraints"):
     """Check indices against ``n_samples``; return a JSON-able copy and counts.
 
+    A ``hierarchy`` counts towards ``SHOAL_MAX_CONSTRAINTS`` as the ab|c
+    constraints it stands for (ReCon fits those, and the check tests them),
+    not as its leaves.
+
+    Parameters
+    ----------
+    constraints : dict or None
+        Parsed ``constraints`` member (:class:`schemas.constraints.ConstraintsSchema`).
+    n_samples : int
+        Rows of the dataset the indices refer to.
+    prefix : str, default="/constraints"
+        JSON pointer of ``constraints`` in the request, for ``errors``.
+
+    Returns
+    -------
+    checked : dict
+        JSON-able lists (``triplets`` rows ``[a, b, c, answer]``).
+    counts : dict of str to int
+        Entries per list given, and ``hierarchy_leaves``.
+
     Raises
     ------
     ApiError
         422 naming the offending entry by JSON pointer; 413 when there are
-        more constraints than ``SHOAL_MAX_CONSTRAINTS``.
+        more constraints than ``SHOAL_MAX_CONSTRAINTS`` (at
+        ``/constraints/hierarchy`` when its ab|c constraints take the total past it).
     """
     c = constraints or {}
     out, counts = {}, {}
@@ -80,6 +101,12 @@ def validate_constraints(constraints, n_samples, *, prefix="/constraints"):
         raise ApiError.from_invalid(exc, "invalid_constraints", prefix) from exc
     total = sum(v for k, v in counts.items() if k != "hierarchy_leaves")
     limit = current_app.config["SHOAL_MAX_CONSTRAINTS"]
+    # a tree of n leaves can stand for about n^2 / 4 (n / 2 pairs under the root): the worker builds them all
+    derived = count_hierarchy_constraints(out["hierarchy"]) if "hierarchy" in out else 0
+    if derived and total + derived > limit:
+        msg = (f"stands for {derived} relative constraints, with the {total} other constraints more than the "
+               f"{limit} allowed")
+        raise ApiError(413, "too_large", f"hierarchy {msg}", errors={f"{prefix}/hierarchy": [msg]})
     if total > limit:
         raise ApiError(413, "too_large", f"{total} constraints, at most {limit} are allowed")
     return out, counts
@@ -134,7 +161,8 @@ def check(body):
 def relative_feasibility(checked, n_samples, item_ids=None):
     """BUILD feasibility of triplet answers and ab|c constraints together.
 
-    Returns None when there are no relative constraints, else
+    Returns None when there are no relative constraints (no ``triplets``,
+    ``relative`` or ``hierarchy``), else
     ``{"feasible", "n_relative", "minimal", "conflicting": [{"field", "index",
     "items", "answer", "item_ids"}]}`` naming a conflicting subset by its
     position in the request (``index`` null for an ab|c constraint of the
@@ -154,15 +182,14 @@ def relative_feasibility(checked, n_samples, item_ids=None):
         answers.append("yes")
         origin.append(("relative", k))
     if not rows:
-        return None  # a hierarchy alone is always displayed by itself
+        if checked.get("hierarchy") is None:
+            return None
+        # a hierarchy alone is displayed by itself: no BUILD needed
+        return {"feasible": True, "n_relative": count_hierarchy_constraints(checked["hierarchy"]),
+                "minimal": True, "conflicting": []}
     if checked.get("hierarchy") is not None:
         # ReCon takes the hierarchy as the ab|c constraints it stands for, beside the lists: so does the check
-        limit = current_app.config["SHOAL_MAX_CONSTRAINTS"]
-        derived = count_hierarchy_constraints(checked["hierarchy"])
-        if derived + len(rows) > limit:
-            msg = (f"stands for {derived} relative constraints, with the {len(rows)} triplets and relative "
-                   f"constraints more than the {limit} that can be checked together")
-            raise ApiError(413, "too_large", f"hierarchy {msg}", errors={"/constraints/hierarchy": [msg]})
+        # (validate_constraints held their number to SHOAL_MAX_CONSTRAINTS)
         for t in hierarchy_constraints(checked["hierarchy"]).tolist():
             rows.append(t)
             answers.append("yes")

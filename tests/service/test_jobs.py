@@ -565,6 +565,30 @@ def test_constraint_check_holds_relative_constraints_against_the_hierarchy(clien
     assert big.mimetype == PROBLEM and "/constraints/hierarchy" in big.json["errors"]
     alone = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": {"hierarchy": tree}})
     assert alone.status_code == 200 and alone.json["consistent"] is True
+    # reported as with lists beside it (it had no "relative", which the schema promises with a hierarchy)
+    assert alone.json["relative"] == {"feasible": True, "n_relative": 2, "minimal": True, "conflicting": []}
+
+
+def test_a_hierarchy_counts_as_its_relative_constraints_against_the_limit_for_every_job(store, blobs_dataset):
+    # Only the conflict search (the check, on_conflict "reject" beside triplets or relative) counted the ab|c
+    # constraints a hierarchy stands for: a ReCon job with "keep", or with the tree alone, took a tree of
+    # 2000 leaves in pairs (999 000 of them, 5x SHOAL_MAX_CONSTRAINTS) and its worker built and fitted them all.
+    from service import create_app
+
+    did, _, _ = blobs_dataset
+    small = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_CONSTRAINTS": 4}).test_client()
+    tree = [[0, 1], [2, 3], [4, 5]]  # stands for 01|2, 01|4, 23|0, 23|4, 45|0, 45|2: six
+    bodies = [({"hierarchy": tree}, "keep"), ({"hierarchy": tree}, "reject"),
+              ({"hierarchy": [[0, 1], [2, 3]], "relative": [[6, 7, 8]] * 3}, "keep")]  # 2 + 3
+    for constraints, on_conflict in bodies:
+        job = submit(small, did, method="recon", n_clusters=2, on_conflict=on_conflict, constraints=constraints)
+        check = small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": constraints})
+        for r in (job, check):
+            assert r.status_code == 413 and r.mimetype == PROBLEM, (constraints, on_conflict, r.json)
+            assert list(r.json["errors"]) == ["/constraints/hierarchy"], r.json
+    fits = {"hierarchy": [[0, 1], [2, 3]], "relative": [[6, 7, 8]] * 2}  # 2 + 2, at the limit
+    assert submit(small, did, method="recon", n_clusters=2, constraints=fits).status_code == 202
+    assert small.post("/v1/constraints/check", json={"dataset_id": did, "constraints": fits}).status_code == 200
 
 
 def _forged_token(text):
