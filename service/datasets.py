@@ -7,7 +7,8 @@ from clustering.exceptions import InvalidInputError
 from clustering.validation import check_values
 from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, DatasetListSchema, DatasetSchema
 from workers.records import is_record_id
-from workers.session_store import dataset_in_use
+from workers.dataset_store import DatasetInUse
+from workers.session_store import refuse_if_in_use
 
 from . import doc_headers, get_store
 from .errors import ApiError, check_page_token, problem_docs
@@ -117,18 +118,16 @@ def delete_dataset(dataset_id):
     data mid-run.
     """
     store = get_store()
-
-    def refuse_if_in_use(users):
-        busy = dataset_in_use(store, dataset_id, users)
-        if busy["jobs"] or busy["sessions"]:
-            counts = [f"{len(ids)} {what}" for ids, what in ((busy["jobs"], "unfinished job(s)"),
-                                                               (busy["sessions"], "open session(s)")) if ids]
-            raise ApiError(409, "dataset_in_use", f"dataset {dataset_id!r} is still used by "
-                           f"{' and '.join(counts)}; cancel the jobs or delete the sessions first",
-                           jobs=busy["jobs"], sessions=busy["sessions"])
-
     # The check and the delete are one transaction (Store.delete_dataset): a job
     # or session created on the dataset meanwhile makes the check run again.
-    if not store.delete_dataset(dataset_id, guard=refuse_if_in_use):
+    try:
+        deleted = store.delete_dataset(dataset_id, guard=refuse_if_in_use(store, dataset_id))
+    except DatasetInUse as busy:
+        counts = [f"{len(ids)} {what}" for ids, what in ((busy.jobs, "unfinished job(s)"),
+                                                           (busy.sessions, "open session(s)")) if ids]
+        raise ApiError(409, "dataset_in_use", f"dataset {dataset_id!r} is still used by "
+                       f"{' and '.join(counts)}; cancel the jobs or delete the sessions first",
+                       jobs=busy.jobs, sessions=busy.sessions) from busy
+    if not deleted:
         raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired")
     return ""

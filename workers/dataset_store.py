@@ -26,6 +26,24 @@ class DatasetGone(LookupError):
         self.dataset_id = dataset_id
 
 
+class DatasetInUse(Exception):
+    """A dataset still needed by unfinished jobs or open sessions was not deleted
+    (:func:`workers.session_store.refuse_if_in_use`).
+
+    Attributes
+    ----------
+    dataset_id : str
+    jobs, sessions : list of str
+        Ids of the jobs QUEUED or RUNNING and of the sessions INITIALIZING or
+        ACTIVE on it, sorted.
+    """
+
+    def __init__(self, dataset_id, jobs, sessions):
+        super().__init__(f"dataset {dataset_id!r} is still used by {len(jobs)} unfinished job(s) and "
+                         f"{len(sessions)} open session(s)")
+        self.dataset_id, self.jobs, self.sessions = dataset_id, jobs, sessions
+
+
 class DatasetStoreMixin:
     """Dataset methods of :class:`workers.store.Store`; they use its ``r`` (the Redis client),
     ``settings`` (:class:`workers.config.Settings`) and ``page_newest_first``."""

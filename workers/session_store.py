@@ -42,6 +42,7 @@ from redis.exceptions import WatchError
 
 from . import stats
 from .config import PREFIX
+from .dataset_store import DatasetInUse
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
 from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_PENDING_LUA, TAKE_READY_LUA,
                               UNSENT_PASS_LUA, UPDATE_LUA, WITHDRAW_LUA)
@@ -1005,3 +1006,26 @@ def dataset_in_use(store, did, users=None):
             busy[f"{kind}s"].append(rid)
     store.forget_dataset_users(did, gone)
     return busy
+
+
+def refuse_if_in_use(store, did):
+    """A ``guard`` for :meth:`workers.store.Store.delete_dataset` that keeps dataset ``did`` while it is in use.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    did : str
+
+    Returns
+    -------
+    callable
+        ``guard(users)``: raises :class:`workers.dataset_store.DatasetInUse`
+        when :func:`dataset_in_use` finds unfinished jobs or open sessions
+        among ``users``.
+    """
+    def guard(users):
+        busy = dataset_in_use(store, did, users)
+        if busy["jobs"] or busy["sessions"]:
+            raise DatasetInUse(did, busy["jobs"], busy["sessions"])
+
+    return guard

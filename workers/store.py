@@ -38,7 +38,7 @@ import scipy.sparse as sp
 
 from . import liveness, stats
 from .config import PREFIX, Settings
-from .dataset_store import DatasetStoreMixin
+from .dataset_store import DatasetInUse, DatasetStoreMixin
 from .records import decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
 
 #: Redis failures, re-exported so the service need not import redis.
@@ -704,19 +704,11 @@ class Store(DatasetStoreMixin):
         bool
             True if the rows were deleted (or already gone), False if kept.
         """
-        from .session_store import dataset_in_use  # the session store imports this module
-
-        class InUse(Exception):
-            pass
-
-        def refuse_if_in_use(users):
-            busy = dataset_in_use(self, did, users)
-            if busy["jobs"] or busy["sessions"]:
-                raise InUse
+        from .session_store import refuse_if_in_use  # the session store imports this module
 
         try:
-            self.delete_dataset(did, guard=refuse_if_in_use)
-        except InUse:
+            self.delete_dataset(did, guard=refuse_if_in_use(self, did))
+        except DatasetInUse:
             return False
         return True
 
