@@ -66,11 +66,13 @@ class Shoal:
     def methods(self) -> dict[str, Any]:
         """Every method and session strategy with its parameters, defaults, presets and row limit
         (``GET /v1/methods``)."""
-        return self._t.request("GET", "/v1/methods").json()
+        methods: dict[str, Any] = self._t.request("GET", "/v1/methods").json()
+        return methods
 
     def ready(self) -> dict[str, Any]:
         """``GET /readyz``: Redis and a worker answer (:class:`ServiceUnavailable` when not)."""
-        return self._t.request("GET", "/readyz").json()
+        ready: dict[str, Any] = self._t.request("GET", "/readyz").json()
+        return ready
 
     def close(self) -> None:
         """Close the connection pool."""

@@ -146,7 +146,8 @@ class Session:
     def up_to_date(self) -> bool:
         """The model reflects every answer (its ``ModelUpToDate`` condition) and the first pass is done."""
         cond = {c["type"]: c for c in self.raw.get("conditions") or []}
-        return cond.get("ModelUpToDate", {}).get("status") == "True" and self.state != "INITIALIZING"
+        status: str | None = cond.get("ModelUpToDate", {}).get("status")
+        return status == "True" and self.state != "INITIALIZING"
 
     def refresh(self) -> Session:
         """Read the session again; returns ``self``."""
