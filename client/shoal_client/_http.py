@@ -7,6 +7,7 @@ import logging
 import random
 import time
 from typing import Any, Callable, Mapping
+from urllib.parse import quote
 
 import httpx
 
@@ -174,6 +175,11 @@ class Transport:
             raise error_for(status, problem)
 
 
+def seg(value: str) -> str:
+    """An id as one path segment (``/`` and every other reserved character percent-encoded)."""
+    return quote(str(value), safe="")
+
+
 def jsonable(value: Any) -> Any:
     """``value`` with numpy arrays and scalars (nested in lists, tuples and dicts) as plain JSON types."""
     import numpy as np
@@ -189,4 +195,4 @@ def jsonable(value: Any) -> Any:
     return value
 
 
-__all__ = ["Transport", "ShoalError", "jsonable", "retry_after_seconds"]
+__all__ = ["Transport", "ShoalError", "jsonable", "retry_after_seconds", "seg"]

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
 
-from ._http import jsonable
+from ._http import jsonable, seg
 
 if TYPE_CHECKING:
     from ._http import Transport
@@ -57,7 +57,7 @@ class Dataset:
             ``dataset_in_use``: jobs on it are QUEUED or RUNNING or sessions on it are open
             (``problem["jobs"]``, ``problem["sessions"]`` list them).
         """
-        self._t.request("DELETE", f"/v1/datasets/{self.id}", gone_ok=True)
+        self._t.request("DELETE", f"/v1/datasets/{seg(self.id)}", gone_ok=True)
 
     def __repr__(self) -> str:
         return f"Dataset(id={self.id!r}, n_samples={self.n_samples}, n_features={self.n_features})"
@@ -145,7 +145,7 @@ class Datasets:
 
     def get(self, dataset_id: str) -> Dataset:
         """Metadata of a stored dataset; raises :class:`NotFound` for an unknown or expired id."""
-        return Dataset(self._t, self._t.request("GET", f"/v1/datasets/{dataset_id}").json())
+        return Dataset(self._t, self._t.request("GET", f"/v1/datasets/{seg(dataset_id)}").json())
 
     def list(self, limit: int | None = None) -> list[Dataset]:
         """Stored datasets, newest first (every page, or the first ``limit``)."""
@@ -153,7 +153,7 @@ class Datasets:
 
     def delete(self, dataset: Dataset | str) -> None:
         """Delete a dataset given as object or id (see :meth:`Dataset.delete`)."""
-        self._t.request("DELETE", f"/v1/datasets/{dataset_id(dataset)}", gone_ok=True)
+        self._t.request("DELETE", f"/v1/datasets/{seg(dataset_id(dataset))}", gone_ok=True)
 
 
 def _pages(t: Transport, path: str, key: str, params: dict[str, Any], limit: int | None) -> Iterator[dict[str, Any]]:

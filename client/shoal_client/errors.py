@@ -117,6 +117,8 @@ class JobFailed(ShoalError):
         ``"FAILED"`` or ``"CANCELLED"``.
     problem : dict
         The job's ``error`` (a problem document with ``code`` and ``detail``); empty when cancelled.
+        ``status``, ``code``, ``detail`` and ``errors`` are the error's (e.g. 422
+        ``infeasible_constraints`` with ``problem["conflicts"]``), not those of an HTTP answer.
     """
 
     def __init__(self, job_id: str, state: str, error: Mapping[str, Any] | None = None) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
 
-from ._http import jsonable, retry_after_seconds
+from ._http import jsonable, retry_after_seconds, seg
 from .datasets import Dataset, _pages, dataset_id, matrix
 from .errors import JobFailed, Timeout
 
@@ -176,7 +176,7 @@ class Job:
             ``self``.
         """
         headers = {"If-None-Match": self._etag} if self._etag else None
-        r = self._t.request("GET", f"/v1/jobs/{self.id}", headers=headers)
+        r = self._t.request("GET", f"/v1/jobs/{seg(self.id)}", headers=headers)
         if r.status_code != 304:
             self.raw = r.json()
             self._etag = r.headers.get("ETag")
@@ -237,7 +237,7 @@ class Job:
 
     def result(self) -> Result:
         """The result of a SUCCEEDED job (:class:`Conflict` ``result_not_available`` before)."""
-        return Result(self._t.request("GET", f"/v1/jobs/{self.id}/result").json())
+        return Result(self._t.request("GET", f"/v1/jobs/{seg(self.id)}/result").json())
 
     def affinity(self, top_k: int | None = None) -> sparse.csr_matrix | dict[str, Any]:
         """The learned affinity (or kernel) matrix of a SUCCEEDED job.
@@ -261,25 +261,25 @@ class Job:
             ``top_k`` is None and scipy is not installed.
         """
         if top_k is not None:
-            return self._t.request("GET", f"/v1/jobs/{self.id}/affinity",
+            return self._t.request("GET", f"/v1/jobs/{seg(self.id)}/affinity",
                                    params={"format": "json", "top_k": int(top_k)}).json()
         try:
             from scipy import sparse
         except ImportError as exc:
             raise ImportError("Job.affinity() needs scipy: pip install 'shoal-client[scipy]', "
                               "or ask for the JSON form with affinity(top_k=10)") from exc
-        r = self._t.request("GET", f"/v1/jobs/{self.id}/affinity", params={"format": "npz"})
+        r = self._t.request("GET", f"/v1/jobs/{seg(self.id)}/affinity", params={"format": "npz"})
         return sparse.load_npz(io.BytesIO(r.content)).tocsr()
 
     def cancel(self) -> Job:
         """Ask the job to stop (a QUEUED job is CANCELLED at once, a RUNNING one soon); returns ``self``."""
-        self.raw = self._t.request("POST", f"/v1/jobs/{self.id}/cancel", safe=True).json()
+        self.raw = self._t.request("POST", f"/v1/jobs/{seg(self.id)}/cancel", safe=True).json()
         self._etag = None
         return self
 
     def delete(self) -> None:
         """Delete a finished job with its result (:class:`Conflict` ``job_not_finished`` while it runs)."""
-        self._t.request("DELETE", f"/v1/jobs/{self.id}", gone_ok=True)
+        self._t.request("DELETE", f"/v1/jobs/{seg(self.id)}", gone_ok=True)
 
     def predict(self, X: Any, item_ids: Sequence[str] | None = None, idempotency_key: str | None = None) -> Job:
         """Assign new rows with the job's fitted model (methods with ``predict`` in their outputs: DCRC).
@@ -300,7 +300,7 @@ class Job:
         body: dict[str, Any] = {"data": matrix(X).tolist()}
         if item_ids is not None:
             body["item_ids"] = [str(i) for i in item_ids]
-        r = self._t.request("POST", f"/v1/jobs/{self.id}/predict", json=body,
+        r = self._t.request("POST", f"/v1/jobs/{seg(self.id)}/predict", json=body,
                             idempotency_key=idempotency_key or str(uuid.uuid4()))
         return Job(self._t, r.json(), r.headers.get("Idempotent-Replayed") == "true")
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ._http import jsonable, retry_after_seconds
+from ._http import jsonable, retry_after_seconds, seg
 from .datasets import Dataset, _pages, dataset_id
 from .errors import SessionFailed, Timeout
 
@@ -151,7 +151,7 @@ class Session:
 
     def refresh(self) -> Session:
         """Read the session again; returns ``self``."""
-        self.raw = self._t.request("GET", f"/v1/sessions/{self.id}").json()
+        self.raw = self._t.request("GET", f"/v1/sessions/{seg(self.id)}").json()
         return self
 
     def questions(self, worker_id: str | None = None, batch: int = 10,
@@ -187,7 +187,7 @@ class Session:
         items = self.dataset.items if self.dataset is not None else None
         waited_since: float | None = None
         while True:
-            r = self._t.request("POST", f"/v1/sessions/{self.id}/questions",
+            r = self._t.request("POST", f"/v1/sessions/{seg(self.id)}/questions",
                                 json={"count": int(batch), "worker_id": worker_id}, safe=True)
             leased = r.json()["questions"]
             if leased:
@@ -259,7 +259,7 @@ class Session:
                          "assignment_id": str(uuid.uuid4())})
         if not body:
             return []
-        r = self._t.request("POST", f"/v1/sessions/{self.id}/answers", json={"answers": body}, safe=True)
+        r = self._t.request("POST", f"/v1/sessions/{seg(self.id)}/answers", json={"answers": body}, safe=True)
         return [Answered(x["question_id"], x["outcome"], x.get("reason")) for x in r.json()["results"]]
 
     def _answer_value(self, value: Any) -> str:
@@ -286,7 +286,7 @@ class Session:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            r = self._t.request("GET", f"/v1/sessions/{self.id}")
+            r = self._t.request("GET", f"/v1/sessions/{seg(self.id)}")
             self.raw = r.json()
             if self.state == "FAILED":
                 raise SessionFailed(self.id, self.raw.get("error"))
@@ -317,11 +317,11 @@ class Session:
         """
         if wait:
             self.wait(timeout=timeout)
-        return Model(self._t.request("GET", f"/v1/sessions/{self.id}/model").json())
+        return Model(self._t.request("GET", f"/v1/sessions/{seg(self.id)}/model").json())
 
     def delete(self) -> None:
         """Delete the session with its answers, questions and model (the dataset stays)."""
-        self._t.request("DELETE", f"/v1/sessions/{self.id}", gone_ok=True)
+        self._t.request("DELETE", f"/v1/sessions/{seg(self.id)}", gone_ok=True)
 
     def __repr__(self) -> str:
         return f"Session(id={self.id!r}, state={self.state!r}, budget_used={self.raw.get('budget_used')})"
@@ -385,7 +385,7 @@ random_state, callback_url : optional
 
     def get(self, session_id: str) -> Session:
         """A session by id (:class:`NotFound` for an unknown or expired one)."""
-        return Session(self._t, self._t.request("GET", f"/v1/sessions/{session_id}").json())
+        return Session(self._t, self._t.request("GET", f"/v1/sessions/{seg(session_id)}").json())
 
     def list(self, state: str | None = None, dataset: Dataset | str | None = None,
              limit: int | None = None) -> list[Session]:
@@ -396,7 +396,7 @@ random_state, callback_url : optional
     def delete(self, session: Session | str) -> None:
         """Delete a session given as object or id."""
         sid = session.id if isinstance(session, Session) else str(session)
-        self._t.request("DELETE", f"/v1/sessions/{sid}", gone_ok=True)
+        self._t.request("DELETE", f"/v1/sessions/{seg(sid)}", gone_ok=True)
 
 
 __all__ = ["Session", "Sessions", "Question", "Answered", "Model", "ANSWERS"]

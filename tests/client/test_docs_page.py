@@ -29,3 +29,12 @@ def test_every_python_block_of_the_client_page_runs(live, capsys):
     assert ns["session"].budget_used == 20 and ns["model"].labels.shape == (150,)
     assert adjusted_rand_score(y, ns["labels"]) > 0.5
     assert ns["shoal"].base_url == live
+
+
+def test_the_client_readme_example_runs(live, iris):
+    (block,) = python_blocks((PAGE.parents[1] / "client" / "README.md").read_text())
+    X, y = iris
+    ns = {"X": X, "y": y}
+    exec(compile(block.replace(PLACEHOLDER, live), "client/README.md", "exec"), ns)
+    assert ns["result"].labels.shape == (150,) and ns["job"].affinity().shape == (150, 150)
+    ns["shoal"].close()

@@ -81,7 +81,9 @@ def test_a_failed_job_raises_job_failed_with_its_error(shoal, iris):
     with pytest.raises(JobFailed) as err:
         job.wait(progress=False, timeout=120)
     e = err.value
-    assert e.state == "FAILED" and e.job_id == job.id and e.code and e.detail and e.problem == job.error
+    assert e.state == "FAILED" and e.job_id == job.id and e.problem == job.error
+    assert e.code == "infeasible_constraints" and e.problem["conflicts"][0]["must_link_chain"] == [0, 1, 2]
+    assert "ended FAILED" in str(e) and e.detail in str(e)
 
 
 def test_the_same_idempotency_key_gets_the_first_job_back(shoal, iris):
