@@ -65,3 +65,24 @@ def test_a_wait_cut_off_longer_than_its_retries_resumes_when_called_again(live, 
     finally:
         relay.close()
     assert _jobs_on(live, ds) == [job.id] and result.labels.shape == (150,)
+
+
+def test_an_answer_whose_reply_is_lost_is_recorded_once(live, shoal, iris):
+    import httpx
+
+    X, y = iris
+    ds = shoal.datasets.create(X, y)
+    relay, via = relay_to(live, b"/answers HTTP", down_for=0.3)
+    try:
+        with Shoal(via) as client:
+            session = client.sessions.create(ds, n_clusters=3, budget=5, pool_size=5)
+            q = next(iter(session.questions(worker_id="w1", batch=1, timeout=120)))
+            a, b = q.items
+            answered = session.answer(q, "same" if y[a] == y[b] else "different")
+            assert relay.lost == 1 and answered.outcome == "duplicate"  # the retry found the first attempt's
+    finally:
+        relay.close()
+    listed = httpx.get(f"{live}/v1/sessions/{session.id}/questions", timeout=30).json()["questions"]
+    (record,) = [r for r in listed if r["question_id"] == q.id]
+    assert record["n_answers"] == 1 and [x["worker_id"] for x in record["answers"]] == ["w1"]
+    shoal.sessions.delete(session.id)
