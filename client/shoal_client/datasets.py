@@ -40,13 +40,42 @@ class Dataset:
         self.raw = data
         self.items = items
 
-    id = property(lambda self: str(self.raw["id"]), doc="``ds_...``")
-    n_samples = property(lambda self: int(self.raw["n_samples"]), doc="rows")
-    n_features = property(lambda self: int(self.raw["n_features"]), doc="columns")
-    name = property(lambda self: self.raw.get("name"), doc="the name given at upload")
-    has_labels = property(lambda self: bool(self.raw.get("has_labels")), doc="ground truth given")
-    has_item_ids = property(lambda self: bool(self.raw.get("has_item_ids")), doc="item ids given")
-    checksum = property(lambda self: self.raw.get("checksum"), doc="sha256 of the float64 matrix")
+    @property
+    def id(self) -> str:
+        """``ds_...``."""
+        return str(self.raw["id"])
+
+    @property
+    def n_samples(self) -> int:
+        """Rows."""
+        return int(self.raw["n_samples"])
+
+    @property
+    def n_features(self) -> int:
+        """Columns."""
+        return int(self.raw["n_features"])
+
+    @property
+    def name(self) -> str | None:
+        """The name given at upload."""
+        value: str | None = self.raw.get("name")
+        return value
+
+    @property
+    def has_labels(self) -> bool:
+        """Ground truth given."""
+        return bool(self.raw.get("has_labels"))
+
+    @property
+    def has_item_ids(self) -> bool:
+        """Item ids given."""
+        return bool(self.raw.get("has_item_ids"))
+
+    @property
+    def checksum(self) -> str | None:
+        """Sha256 of the float64 matrix."""
+        value: str | None = self.raw.get("checksum")
+        return value
 
     def delete(self) -> None:
         """Delete the dataset (finished jobs keep their results).

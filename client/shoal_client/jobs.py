@@ -153,13 +153,36 @@ class Job:
         self._etag: str | None = None
         self._retry_after: float | None = None
 
-    id = property(lambda self: str(self.raw["id"]), doc="``job_...``")
-    state = property(lambda self: str(self.raw["state"]),
-                     doc="QUEUED, RUNNING, SUCCEEDED, FAILED or CANCELLED (as of the last refresh)")
-    done = property(lambda self: self.state in DONE_STATES, doc="the state is final")
-    error = property(lambda self: self.raw.get("error"), doc="the problem document of a FAILED job")
-    dataset_id = property(lambda self: str(self.raw["dataset_id"]), doc="the dataset it runs on")
-    method = property(lambda self: str(self.raw["method"]), doc="the method id")
+    @property
+    def id(self) -> str:
+        """``job_...``."""
+        return str(self.raw["id"])
+
+    @property
+    def state(self) -> str:
+        """QUEUED, RUNNING, SUCCEEDED, FAILED or CANCELLED (as of the last refresh)."""
+        return str(self.raw["state"])
+
+    @property
+    def done(self) -> bool:
+        """The state is final."""
+        return self.state in DONE_STATES
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The problem document of a FAILED job."""
+        value: dict[str, Any] | None = self.raw.get("error")
+        return value
+
+    @property
+    def dataset_id(self) -> str:
+        """The dataset it runs on."""
+        return str(self.raw["dataset_id"])
+
+    @property
+    def method(self) -> str:
+        """The method id."""
+        return str(self.raw["method"])
 
     @property
     def progress(self) -> Progress:

@@ -94,19 +94,59 @@ class Model:
         """ndarray of int64, shape (n_samples,): the cluster of each row."""
         return np.asarray(self.raw["labels"], dtype=np.int64)
 
-    observed_revision = property(lambda self: int(self.raw["observed_revision"]),
-                                 doc="the session revision these labels reflect")
-    n_clusters = property(lambda self: int(self.raw["n_clusters"]), doc="clusters in labels")
-    n_questions_used = property(lambda self: int(self.raw.get("n_questions_used") or 0),
-                                doc="answered questions the model used")
-    must_link = property(lambda self: self.raw.get("must_link"), doc="pairwise: pairs told as must-link")
-    cannot_link = property(lambda self: self.raw.get("cannot_link"), doc="pairwise: pairs told as cannot-link")
-    triplets = property(lambda self: self.raw.get("triplets"), doc="triplet: [a, b, c, answer] per question")
-    contradicted_answers = property(lambda self: self.raw.get("contradicted_answers") or [],
-                                    doc="closed questions whose answer the labels go against")
-    workers = property(lambda self: self.raw.get("workers") or [], doc="per-worker agreement, least first")
-    warnings = property(lambda self: self.raw.get("warnings") or [], doc="what needs attention")
-    metrics = property(lambda self: self.raw.get("metrics"), doc="ARI, ... against the dataset's labels")
+    @property
+    def observed_revision(self) -> int:
+        """The session revision these labels reflect."""
+        return int(self.raw["observed_revision"])
+
+    @property
+    def n_clusters(self) -> int:
+        """Clusters in labels."""
+        return int(self.raw["n_clusters"])
+
+    @property
+    def n_questions_used(self) -> int:
+        """Answered questions the model used."""
+        return int(self.raw.get("n_questions_used") or 0)
+
+    @property
+    def must_link(self) -> list[list[int]] | None:
+        """Pairwise: pairs told as must-link."""
+        value: list[list[int]] | None = self.raw.get("must_link")
+        return value
+
+    @property
+    def cannot_link(self) -> list[list[int]] | None:
+        """Pairwise: pairs told as cannot-link."""
+        value: list[list[int]] | None = self.raw.get("cannot_link")
+        return value
+
+    @property
+    def triplets(self) -> list[list[Any]] | None:
+        """Triplet: [a, b, c, answer] per question."""
+        value: list[list[Any]] | None = self.raw.get("triplets")
+        return value
+
+    @property
+    def contradicted_answers(self) -> list[dict[str, Any]]:
+        """Closed questions whose answer the labels go against."""
+        return self.raw.get("contradicted_answers") or []
+
+    @property
+    def workers(self) -> list[dict[str, Any]]:
+        """Per-worker agreement, least first."""
+        return self.raw.get("workers") or []
+
+    @property
+    def warnings(self) -> list[dict[str, str]]:
+        """What needs attention."""
+        return self.raw.get("warnings") or []
+
+    @property
+    def metrics(self) -> dict[str, float] | None:
+        """ARI, ... against the dataset's labels."""
+        value: dict[str, float] | None = self.raw.get("metrics")
+        return value
 
     def __repr__(self) -> str:
         return f"Model(session_id={self.raw.get('session_id')!r}, observed_revision={self.raw.get('observed_revision')})"
@@ -131,16 +171,50 @@ class Session:
         self.dataset = dataset
         self.replayed = replayed
 
-    id = property(lambda self: str(self.raw["id"]), doc="``ses_...``")
-    state = property(lambda self: str(self.raw["state"]), doc="INITIALIZING, ACTIVE, COMPLETED or FAILED")
-    kind = property(lambda self: str(self.raw["question_type"]), doc="pairwise or triplet")
-    budget = property(lambda self: int(self.raw["budget"]), doc="questions the model may use")
-    budget_used = property(lambda self: int(self.raw["budget_used"]), doc="questions the model used")
-    budget_remaining = property(lambda self: int(self.raw["budget_remaining"]), doc="budget - budget_used")
-    revision = property(lambda self: int(self.raw["revision"]), doc="grows with every batch adding an answer")
-    observed_revision = property(lambda self: int(self.raw["observed_revision"]),
-                                 doc="the revision the model reflects")
-    counters = property(lambda self: dict(self.raw.get("counters") or {}), doc="answers, questions closed, ...")
+    @property
+    def id(self) -> str:
+        """``ses_...``."""
+        return str(self.raw["id"])
+
+    @property
+    def state(self) -> str:
+        """INITIALIZING, ACTIVE, COMPLETED or FAILED."""
+        return str(self.raw["state"])
+
+    @property
+    def kind(self) -> str:
+        """Pairwise or triplet."""
+        return str(self.raw["question_type"])
+
+    @property
+    def budget(self) -> int:
+        """Questions the model may use."""
+        return int(self.raw["budget"])
+
+    @property
+    def budget_used(self) -> int:
+        """Questions the model used."""
+        return int(self.raw["budget_used"])
+
+    @property
+    def budget_remaining(self) -> int:
+        """Budget - budget_used."""
+        return int(self.raw["budget_remaining"])
+
+    @property
+    def revision(self) -> int:
+        """Grows with every batch adding an answer."""
+        return int(self.raw["revision"])
+
+    @property
+    def observed_revision(self) -> int:
+        """The revision the model reflects."""
+        return int(self.raw["observed_revision"])
+
+    @property
+    def counters(self) -> dict[str, int]:
+        """Answers, questions closed, ..."""
+        return dict(self.raw.get("counters") or {})
 
     @property
     def up_to_date(self) -> bool:
