@@ -5,7 +5,7 @@ import pytest
 from scipy import sparse
 from sklearn.metrics import adjusted_rand_score
 
-from shoal_client import Conflict, JobFailed, NotFound, Result, ValidationFailed
+from shoal_client import Conflict, JobFailed, NotFound, Result, Timeout, ValidationFailed
 
 from .conftest import truth_constraints
 
@@ -100,3 +100,23 @@ def test_the_same_idempotency_key_gets_the_first_job_back(shoal, iris):
     assert sorted(j.id for j in shoal.jobs.list(dataset=ds)) == sorted([first.id, other.id])
     for job in (first, other):
         job.wait(progress=False, timeout=120)
+
+
+def test_a_wait_times_out_and_a_cancelled_job_raises_job_failed(shoal, iris):
+    X, y = iris
+    ds = shoal.datasets.create(X, y)
+    busy = shoal.jobs.submit(ds, method="cop_rf", n_clusters=3, params={"n_estimators": 5000})
+    queued = shoal.jobs.submit(ds, method="e2cp", n_clusters=3)  # behind it on the one worker process
+    try:
+        with pytest.raises(Timeout) as err:
+            queued.wait(progress=False, timeout=0.5)
+        assert queued.state == "QUEUED" and isinstance(err.value, TimeoutError) and queued.id in str(err.value)
+    finally:
+        busy.cancel()
+        queued.cancel()
+    with pytest.raises(JobFailed) as err:
+        queued.wait(progress=False, timeout=60)
+    assert err.value.state == "CANCELLED" and err.value.job_id == queued.id
+    with pytest.raises(JobFailed):
+        busy.wait(progress=False, timeout=120)
+    assert busy.state == "CANCELLED"
