@@ -1,5 +1,5 @@
 """Fixtures of the client's suite: a :class:`shoal_client.Shoal` on the session's real stack
-(gunicorn, Celery worker, Redis: ``live``), iris uploaded once, and a TCP relay that breaks the
+(gunicorn, Celery worker, Redis: ``live``), iris (loaded once per module), and a TCP relay that breaks the
 client's connections to gunicorn."""
 
 from urllib.parse import urlsplit
