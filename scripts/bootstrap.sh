@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Shared set-up for run.sh and test.sh: a .venv with the project installed.
 # Usage: source scripts/bootstrap.sh EXTRAS   (EXTRAS: "bench" or "test")
-# Re-installs only when pyproject.toml changed since the last install.
+# Re-installs only when pyproject.toml (and, for test, client/pyproject.toml) changed since the last install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 EXTRAS="${1:-bench}"
@@ -14,12 +14,16 @@ if [ ! -x "$ROOT/.venv/bin/python" ]; then
   echo "creating $ROOT/.venv" >&2
   "$PY" -m venv "$ROOT/.venv" || { apt-get install -y -q python3-venv >/dev/null 2>&1 && "$PY" -m venv "$ROOT/.venv"; }
 fi
-STAMP="$ROOT/.venv/.shoal-$EXTRAS-$(sha256sum "$ROOT/pyproject.toml" | cut -c1-16)"
+# test: also the Python client (client/), so its suite runs against this checkout's service
+CLIENT=""
+if [ "$EXTRAS" = "test" ]; then CLIENT="$ROOT/client[scipy,tqdm]"; fi
+STAMP="$ROOT/.venv/.shoal-$EXTRAS-$(cat "$ROOT/pyproject.toml" ${CLIENT:+"$ROOT/client/pyproject.toml"} | sha256sum | cut -c1-16)"
 if [ ! -f "$STAMP" ]; then
   echo "installing Shoal and its dependencies ($EXTRAS) into .venv" >&2
   LOG="$ROOT/.venv/install.log"
   if ! { "$ROOT/.venv/bin/python" -m pip install -q --upgrade pip \
-         && "$ROOT/.venv/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]"; } >"$LOG" 2>&1; then
+         && "$ROOT/.venv/bin/python" -m pip install -q -e "$ROOT[$EXTRAS]" \
+         && { [ -z "$CLIENT" ] || "$ROOT/.venv/bin/python" -m pip install -q -e "$CLIENT"; }; } >"$LOG" 2>&1; then
     tail -n 30 "$LOG" >&2
     echo "installing the project failed; full log: $LOG" >&2
     exit 1

@@ -14,6 +14,9 @@ FORBIDDEN = {
     "workers": {"flask", "flask_smorest", "service", "schemas"},
     "service": {"celery", "workers.tasks", "workers.session_tasks", "workers.registry", "bench"},
     "bench": {"service", "workers"},
+    # the client installs on its own (client/pyproject.toml): it speaks HTTP only
+    "client": {"service", "workers", "schemas", "clustering", "bench", "scripts", "flask", "celery", "redis",
+               "marshmallow"},
 }
 
 
