@@ -591,7 +591,8 @@ class DCRC(ClusterMixin, BaseEstimator):
         X = check_data(X, min_samples=1)
         if X.shape[1] != self.coef_.shape[1]:
             raise InvalidInputError(
-                f"X has {X.shape[1]} features, the model was fitted with {self.coef_.shape[1]}", field="X"
+                f"X has {X.shape[1]} features, but DCRC is expecting {self.n_features_in_} features as input",
+                field="X"
             )
         return X
 

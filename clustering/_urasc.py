@@ -640,6 +640,49 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         self._publish_answers()
         return outcomes
 
+    def tell_known(self, answers):
+        """Record constraints known before asking (a session's seed constraints) as answers.
+
+        As :meth:`tell`; in addition a row that a known cannot-link leaves
+        with a "no" from every certain set and no question pending founds a
+        set of its own, as when its pending questions run out (U15 step 4),
+        so that known constraints chained through it can be taken next (a
+        row with sets left to ask about is queued for them instead). The
+        answers count against ``budget_`` as any answer does: a caller that
+        keeps them apart gives the room (``fit(X, budget=...)``).
+
+        Parameters
+        ----------
+        answers : iterable of (i, j, answer)
+            As :meth:`tell`.
+
+        Returns
+        -------
+        outcomes : list of str
+            As :meth:`tell`.
+
+        Raises
+        ------
+        InvalidInputError
+            As :meth:`tell`.
+        sklearn.exceptions.NotFittedError
+            Before ``fit`` (or ``from_state``).
+        """
+        answers = list(answers)
+        outcomes = self.tell(answers)
+        founded = False
+        for (i, j, a), outcome in zip(answers, outcomes):
+            if outcome != "accepted" or _as_answer(a, 0) != _NO:
+                continue
+            for x in (int(i), int(j)):
+                if self._set_of[x] < 0 and x not in self._pending:
+                    self._resolve(x)
+                    founded = True
+        if founded:
+            self._set_checks()
+            self._publish_answers()
+        return outcomes
+
     def update(self):
         """Recluster with every answer so far if needed.
 

@@ -179,7 +179,7 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
                     _raise_beyond_float(arr, name)
         if arr.dtype.kind == "c":
             raise InvalidInputError(
-                f"{name} has complex values; complex data is not supported, only real numbers", field=name
+                f"Complex data not supported: {name} has complex values, only real numbers are", field=name
             )
         if arr.dtype.kind not in "fiub":
             raise InvalidInputError(f"{name} must contain only numbers", field=name)
@@ -190,9 +190,11 @@ def check_data(X, *, name="X", min_samples=2, max_samples=None, max_features=Non
         )
     n, d = arr.shape
     if d < 1:
-        raise InvalidInputError(f"{name} has no features (0 columns)", field=name)
+        raise InvalidInputError(f"{name} has 0 feature(s) (shape={arr.shape}) while a minimum of 1 is required.",
+                                field=name)
     if n < min_samples:
-        raise InvalidInputError(f"{name} has {n} rows, at least {min_samples} are required", field=name)
+        raise InvalidInputError(f"{name} has {n} sample(s) (rows), at least {min_samples} are required",
+                                field=name)
     if max_samples is not None and n > max_samples:
         raise InvalidInputError(f"{name} has {n} rows, at most {max_samples} are allowed", field=name)
     if max_features is not None and d > max_features:
@@ -223,7 +225,7 @@ def check_values(X, *, name="X"):
     r, c = map(int, np.argwhere(~(np.abs(X) <= MAX_ABS_VALUE))[0])
     v = float(X[r, c])
     if not np.isfinite(v):
-        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
+        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers (no NaN or inf)", field=name, index=(r, c))
     _raise_too_large(name, r, c, f"{v:g}")
 
 
@@ -252,7 +254,7 @@ def check_sparse_values(S, *, name="X"):
     r, c = int(np.searchsorted(S.indptr, k, side="right") - 1), int(S.indices[k])
     v = float(S.data[k])
     if not np.isfinite(v):
-        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers", field=name, index=(r, c))
+        raise InvalidInputError(f"{name}[{r}][{c}] is {v}; values must be finite numbers (no NaN or inf)", field=name, index=(r, c))
     _raise_too_large(name, r, c, f"{v:g}")
 
 

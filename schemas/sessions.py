@@ -2,6 +2,7 @@
 
 from marshmallow import RAISE, Schema, fields, validate
 
+from .constraints import ConstraintsSchema
 from .fields import FiniteFloat, NumberOrChoice, StrictInteger, one_of
 from .paging import PageArgsSchema
 
@@ -141,6 +142,15 @@ class SessionCreateSchema(Schema):
     preset = fields.String(load_default=None, allow_none=True,
                            metadata={"description": "a session preset from GET /v1/methods (session_presets): "
                                                     "its params, under any given in params"})
+    constraints = fields.Nested(
+        ConstraintsSchema, load_default=None,
+        metadata={"description": "constraints the client already has, in the same form as a job's: must_link / "
+                                 "cannot_link for pairwise sessions, triplets / relative for triplet sessions. The "
+                                 "model takes them as answers that cost no question (counters.seeded counts those "
+                                 "it used); a pairwise session takes a pair once one of its rows is in a certain "
+                                 "set (URASC asks about a row against a set), so pairs that chain to one another "
+                                 "are used at once and the others once the answers reach them; seed_sample defaults "
+                                 "to the row the pairs name most. Weights and hierarchies are not taken"})
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
     callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
                               metadata={"description": "POSTed a signed event after every re-clustering pass "
@@ -193,6 +203,8 @@ class SessionSchema(Schema):
         "description": "the last 20 closed questions counted under counters.disagreements: question_id, items, "
                        "votes, aggregated, tie_breakers (answers asked beyond answers_per_question because the "
                        "votes tied) and tied (they still tie: closed after the most tie-breakers)"})
+    n_seeds = fields.Integer(metadata={"description": "known constraints given at creation (counters.seeded: "
+                                                    "those the model has taken, free of budget)"})
     conflicts = fields.List(fields.Dict())
     error = fields.Dict(allow_none=True)
     created_at = fields.String()

@@ -37,6 +37,7 @@ from workers.submit import send_session_update, start_session
 
 from . import doc_headers, get_store, retry_after
 from .callbacks import check_callback_url
+from .constraints import validate_constraints
 from .datasets import dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
 from .idempotency import idempotent
@@ -55,6 +56,52 @@ def session_or_404(ss, sid):
     if rec is None:
         raise ApiError(404, "not_found", f"session {sid!r} does not exist or has expired")
     return rec
+
+
+#: The constraint lists a session of each question type takes as seeds.
+_SEED_KINDS = {"pairwise": {"must_link", "cannot_link"}, "triplet": {"triplets", "relative"}}
+
+
+def seed_constraints(constraints, n_samples, question_type):
+    """The known constraints of ``POST /v1/sessions`` as the answers a session's model takes.
+
+    Parameters
+    ----------
+    constraints : dict or None
+        The parsed ``constraints`` member (:class:`schemas.constraints.ConstraintsSchema`).
+    n_samples : int
+        Rows of the session's dataset.
+    question_type : {"pairwise", "triplet"}
+
+    Returns
+    -------
+    list of list
+        Pairwise: ``[i, j, "must_link" | "cannot_link"]``; triplet:
+        ``[a, b, c, answer]`` with the answer as given (a ``relative`` ab|c is a "yes").
+        Contradictory seeds are kept: the model reports them as it reports answers.
+
+    Raises
+    ------
+    ApiError
+        422 ``unsupported_constraints`` for a list the question type does not
+        take (weights and hierarchies are not taken either); 422 / 413 from
+        :func:`service.constraints.validate_constraints` (index range,
+        self-pairs, ``SHOAL_MAX_CONSTRAINTS``).
+    """
+    if not constraints:
+        return []
+    given = {k for k, v in constraints.items() if v is not None}
+    for kind in sorted(given - _SEED_KINDS[question_type]):
+        raise ApiError(422, "unsupported_constraints",
+                       f"{question_type} sessions take {' and '.join(sorted(_SEED_KINDS[question_type]))} "
+                       f"as known constraints, not {kind}",
+                       errors={f"/constraints/{kind}": [f"not taken by {question_type} sessions"]})
+    checked, _ = validate_constraints(constraints, n_samples)
+    if question_type == "pairwise":
+        return ([[i, j, "must_link"] for i, j in checked.get("must_link", [])]
+                + [[i, j, "cannot_link"] for i, j in checked.get("cannot_link", [])])
+    return ([[a, b, c, ans] for a, b, c, ans in checked.get("triplets", [])]
+            + [[a, b, c, "yes"] for a, b, c in checked.get("relative", [])])
 
 
 def _pending_reason(rec):
@@ -86,6 +133,7 @@ def session_view(ss, rec):
     view["disagreements"] = ss.reports(sid, "disagreements", 20)
     view["conflicts"] = ss.reports(sid, "conflicts", 20)
     view["model_url"] = url_for("sessions.get_model", session_id=sid)
+    view["n_seeds"] = len(rec.get("seeds") or [])
     return view
 
 
@@ -175,13 +223,14 @@ def create_session(body):
         raise ApiError(422, "invalid_params", "invalid session parameters",
                        errors=pointer_messages(exc.messages, "/params")) from exc
     params.update(scale=body["scale"], pool_size=body["pool_size"])
+    seeds = seed_constraints(body["constraints"], n, kind)
     ss = SessionStore(store)
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
                     lease_seconds=body["lease_seconds"],
                     aggregation=body["aggregation"],
                     params=params, preset=preset, random_state=body["random_state"],
-                    callback_url=body["callback_url"])
+                    callback_url=body["callback_url"], seeds=seeds)
     start_session(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"]),
                                         **retry_after()}

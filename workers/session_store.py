@@ -123,8 +123,12 @@ class SessionStore:
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
                params, random_state, aggregation="one_coin", callback_url=None, preset=None,
-               lease_seconds=DEFAULT_LEASE_SECONDS):
+               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=()):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
+
+        ``seeds``: constraints the client already has, as answers (pairwise
+        ``[i, j, "must_link" | "cannot_link"]``, triplet ``[a, b, c, answer]``);
+        the passes tell them to the model free of budget (``counters.seeded``).
 
         Raises :class:`workers.dataset_store.DatasetGone` when the dataset no longer
         exists (the record is written in ``Store.on_dataset``'s transaction).
@@ -146,11 +150,13 @@ class SessionStore:
             "random_state": int(random_state), "revision": 0, "observed_revision": -1,
             "state": "INITIALIZING", "error": None,
             "counters": {"answers_received": 0, "accepted": 0, "duplicate": 0, "late": 0, "rejected": 0,
-                         "questions_closed": 0, "questions_unused": 0, "disagreements": 0, "conflicts": 0},
+                         "questions_closed": 0, "questions_unused": 0, "disagreements": 0, "conflicts": 0,
+                         "seeded": 0},
             "budget_used": 0, "budget_committed": 0,  # used by the model; + waiting for it (answer script)
             "created_at": utcnow_iso(now), "created_ts": now, "updated_at": utcnow_iso(now),
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
             "answer_log": True,  # every answer is in :answer_log (see all_answers); not on the wire
+            "seeds": [list(s) for s in seeds],
         }
 
         def write(pipe):

@@ -123,7 +123,12 @@ def _estimator(rec, X, state, answers_follow=False):
         est = URASC.from_state(X, state, defer_recluster=answers_follow, base_graph=_BASE_GRAPHS.get(rec["id"]))
     else:
         params = {k: v for k, v in rec["params"].items() if k not in ("scale", "pool_size")}
-        est = (ActiveDCRC if triplet else URASC)(n_clusters=rec["n_clusters"], budget=rec["budget"],
+        seeds = rec.get("seeds") or []
+        if seeds and not triplet and params.get("seed_sample") is None:
+            # URASC takes a pair once one of its rows is certain: start from the row the pairs name most
+            params["seed_sample"] = int(Counter(v for i, j, _ in seeds for v in (i, j)).most_common(1)[0][0])
+        # room for every seed: they are told as answers, and the session counts them apart (_tell_seeds)
+        est = (ActiveDCRC if triplet else URASC)(n_clusters=rec["n_clusters"], budget=rec["budget"] + len(seeds),
                                                   strategy=rec["strategy"], random_state=rec["random_state"],
                                                   **params).fit(X)
     if not triplet:
@@ -145,6 +150,57 @@ def _told(q, answer):
     if q["type"] == "triplet":
         return (*q["items"], answer)
     return (q["items"][0], q["items"][1], TO_BOOL[answer])
+
+
+def _tell_seeds(est, rec, first):
+    """Tell the model the session's known constraints it can take now; the number it recorded.
+
+    Triplet sessions take every seed at the first pass. URASC takes a pair
+    only once one of its rows is in a certain set (it asks about a row against
+    a set), so each pass tells the seeds that have become usable, repeatedly
+    while some are recorded (a recorded must-link makes its other row certain).
+    Seeds the model does not record (implied, duplicate, conflict) are not
+    counted; those that go against the certain sets (a must-link across two
+    sets, a cannot-link inside one) are reported under ``conflicts``.
+
+    Parameters
+    ----------
+    est : clustering.URASC or clustering.ActiveDCRC
+    rec : dict
+        The session record (``seeds``).
+    first : bool
+        Whether this is the session's first pass.
+
+    Returns
+    -------
+    recorded : int
+        Seeds recorded by the model in this pass (``counters.seeded``).
+    conflicts : list of dict
+        URASC's conflicts among the seeds told, as ``conflicts`` reports.
+    """
+    seeds = rec.get("seeds") or []
+    if not seeds:
+        return 0, []
+    if rec["question_type"] == "triplet":
+        return (sum(o == "accepted" for o in est.tell([tuple(s) for s in seeds])) if first else 0), []
+    told = {(min(i, j), max(i, j)) for i, j, _ in est.answers_.tolist()}
+    left = [(i, j, a) for i, j, a in seeds if (min(i, j), max(i, j)) not in told]
+    recorded, unused = 0, []
+    while left:
+        certain = {v for members in est.certain_sets_ for v in members}
+        now = [t for t in left if t[0] in certain or t[1] in certain]
+        if not now:
+            break
+        left = [t for t in left if not (t[0] in certain or t[1] in certain)]
+        outcomes = est.tell_known(now)
+        recorded += outcomes.count("accepted")
+        unused += [t for t, o in zip(now, outcomes) if o != "accepted"]
+    set_of = {v: k for k, members in enumerate(est.certain_sets_) for v in members}
+    conflicts = [{"question_id": None, "items": [i, j], "answer": a,
+                  "reason": "a known constraint (seed) that contradicts the certain sets; not used"}
+                 for i, j, a in unused
+                 if i in set_of and j in set_of and (set_of[i] == set_of[j]) != (a == "must_link")]
+    return recorded, conflicts
 
 
 def _pool_entry(q, question_type):
@@ -189,9 +245,11 @@ def model_warnings(est):
     return out
 
 
-def _model(sid, revision, est, labels, labels_true, closed, workers):
+def _model(sid, revision, est, labels, labels_true, closed, workers, used=None):
+    """The session's model document; ``used``: the questions it used (seeds apart), default all answers."""
+    used = est.n_questions_ if used is None else used
     model = {"session_id": sid, "observed_revision": revision, "labels": labels.tolist(),
-             "n_clusters": int(est.n_clusters_), "n_questions_used": int(est.n_questions_),
+             "n_clusters": int(est.n_clusters_), "n_questions_used": int(used),
              "contradicted_answers": contradicted_answers(labels, closed), "workers": workers,
              "warnings": model_warnings(est),
              "metrics": clustering_scores(_label_codes(labels_true), labels) if labels_true is not None else None}
@@ -253,6 +311,9 @@ def update_once(store, ss, sid, token=None):
     ready = ss.pop_ready(sid)
     est = _estimator(rec, X, state, answers_follow=bool(ready))
     deltas, reports, closing = Counter(), [], []
+    deltas["seeded"], seed_conflicts = _tell_seeds(est, rec, first=state is None)
+    deltas["conflicts"] += len(seed_conflicts)
+    reports += [("conflicts", c) for c in seed_conflicts]
     answers = ss.all_answers(sid, rec)
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
@@ -281,7 +342,8 @@ def update_once(store, ss, sid, token=None):
     pool_size = int(rec["params"].get("pool_size", 20))
     queries = est.suggest_queries(pool_size)
     pool = [_pool_entry(q, rec["question_type"]) for q in queries]
-    done = est.n_questions_ >= rec["budget"] or not pool
+    used = est.n_questions_ - rec["counters"].get("seeded", 0) - deltas["seeded"]  # seeds cost no question
+    done = used >= rec["budget"] or not pool
     if not ss.holds_update(sid, token):
         raise PassSuperseded(sid)
     docs = ss.replace_pool(sid, pool, revision, rec.get("lease_seconds", DEFAULT_LEASE_SECONDS), final=done)
@@ -292,9 +354,9 @@ def update_once(store, ss, sid, token=None):
     ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports, token=token)
     labels = np.asarray(est.labels_, dtype=np.int64)
     ss.save_model(sid, _model(sid, revision, est, labels, labels_true, closed,
-                              worker_reliability(answers, dawid_skene)))
+                              worker_reliability(answers, dawid_skene), used))
     state = "COMPLETED" if done else "ACTIVE"
-    observed = ss.finish_pass(sid, revision, est.n_questions_, state=state, error=None, pass_started_at=None,
+    observed = ss.finish_pass(sid, revision, used, state=state, error=None, pass_started_at=None,
                               last_pass_seconds=round(time.time() - started, 3))
     return state, observed
 

@@ -77,7 +77,7 @@ def test_object_array_of_numbers_fits_as_float64(name):
 
 
 def test_complex_data_is_named_as_such():
-    with pytest.raises(InvalidInputError, match="complex data is not supported"):
+    with pytest.raises(InvalidInputError, match="Complex data not supported"):
         check_data(X + 1j)
 
 
