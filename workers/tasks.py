@@ -499,7 +499,7 @@ def run_job(self, job_id):
         queued = job["started_ts"] - job["created_ts"]
         result = build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, queued)
         matrix, factor = registry.learned_matrix(job["method"], estimator)
-        mapped = result_map(job_id, X, factor, job["random_state"])
+        mapped = result_map(job_id, X, registry.learned_embedding(job["method"], estimator), job["random_state"])
         if matrix is not None and matrix.shape[0] > FULL_AFFINITY_LIMIT:
             matrix = top_k_rows(matrix, STORED_TOP_K)
         elif factor is not None:
