@@ -95,7 +95,8 @@ def job_page(job_id):
     projection = store.get_projection(job_id)
     labels, item_ids = result["labels"], result.get("item_ids")
     content = lambda rows: ui_data.item_content(store, rec["dataset_id"], rows)  # noqa: E731
-    data = {"kind": "job", "id": job_id, "method": rec["method"], "n_samples": len(labels),
+    title = f"{rec['method']} on {meta.get('name') or rec['dataset_id']}: {result['n_clusters']} clusters"
+    data = {"kind": "job", "id": job_id, "title": title, "method": rec["method"], "n_samples": len(labels),
             "n_clusters": result["n_clusters"], "cluster_sizes": result["cluster_sizes"],
             "rows_url": url_for("ui.job_row", job_id=job_id, row=0)[:-1], "map": None, "constraints": None}
     if projection is not None:
@@ -153,7 +154,11 @@ def session_page(session_id):
     labels = model["labels"]
     content = lambda rows: ui_data.item_content(store, rec["dataset_id"], rows)  # noqa: E731
     sizes = np.bincount(np.asarray(labels, dtype=np.int64), minlength=model["n_clusters"]).tolist()
-    data = {"kind": "session", "id": session_id, "method": rec["question_type"], "n_samples": len(labels),
+    meta = store.get_dataset_meta(rec["dataset_id"]) or {}
+    title = (f"Session on {meta.get('name') or rec['dataset_id']}: {model['n_clusters']} clusters after "
+             f"{model['n_questions_used']} questions")
+    data = {"kind": "session", "id": session_id, "title": title, "method": rec["question_type"],
+            "n_samples": len(labels),
             "n_clusters": model["n_clusters"], "cluster_sizes": sizes,
             "rows_url": url_for("ui.session_row", session_id=session_id, row=0)[:-1], "map": None,
             "constraints": None, "passes": ss.passes(session_id)}
@@ -171,7 +176,6 @@ def session_page(session_id):
         data["map"] = _map(projection, labels, item_ids)
         data["constraints"] = ui_data.constraint_lines(set(projection["rows"]), ml, cl, violated, conflicts)
     samples = ui_data.cluster_samples(labels, model["n_clusters"], item_ids, content, rec["random_state"])
-    meta = store.get_dataset_meta(rec["dataset_id"]) or {}
     return _page("ui/session.html", data, rec=rec, model=model, dataset=meta, samples=samples,
                  passes=data["passes"], workers=model.get("workers") or [], in_flight=ss.in_flight(session_id),
                  item_ids=item_ids)

@@ -22,11 +22,11 @@ def page_data(html):
     return json.loads(m.group(1))
 
 
-def iris_job(base, method="spectral_learning"):
+def iris_job(base, method="spectral_learning", name="iris", item_ids=None):
     """A finished job on iris with must-link / cannot-link pairs from the ground truth, one of them wrong,
-    and one cannot-link inside a must-link chain: (job id, y)."""
+    and one cannot-link inside a must-link chain: (job id, y). Item ids ``iris-{row}`` unless given."""
     X, y = load("iris", zscore=False)
-    did = upload(base, X, y, [f"iris-{i}" for i in range(len(y))], name="iris")
+    did = upload(base, X, y, item_ids or [f"iris-{i}" for i in range(len(y))], name=name)
     rng = np.random.default_rng(0)
     ml, cl = [], []
     while len(ml) + len(cl) < 30:

@@ -31,6 +31,9 @@
 
   function rowName(row, itemId) { return itemId !== null && itemId !== undefined ? itemId : "row " + row; }
 
+  // plotly reads a few HTML-like tags in its texts: a client's string goes to it with <, > and & as entities
+  function plotText(s) { return String(s).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;"); }
+
   function drawMap() {
     var map = data.map;
     if (!map) { return; }
@@ -41,7 +44,7 @@
       var k = p.cluster[i];
       var c = byCluster[k] || (byCluster[k] = {x: [], y: [], row: [], text: []});
       c.x.push(p.x[i]); c.y.push(p.y[i]); c.row.push(p.rows[i]);
-      c.text.push(rowName(p.rows[i], p.item_id ? p.item_id[i] : null) + " · cluster " + k);
+      c.text.push(plotText(rowName(p.rows[i], p.item_id ? p.item_id[i] : null)) + " · cluster " + k);
     }
     var traces = [];
     var groups = {};
@@ -68,7 +71,7 @@
       showlegend: false, marker: {size: 18, color: "rgba(0,0,0,0)", line: {width: 3, color: "#111"}}});
     var ratio = map.explained_variance_ratio, what = map.source === "embedding" ? "embedding" : "data";
     var layout = {
-      title: {text: (data.kind === "job" ? "Job " : "Session ") + data.id + ": " + data.n_clusters + " clusters"},
+      title: {text: plotText(data.title)},
       font: FONT, hovermode: "closest", dragmode: "pan", margin: {l: 60, r: 20, t: 60, b: 55},
       xaxis: {title: {text: "PC 1 of the " + what + " (" + Math.round(ratio[0] * 100) + "%)"}, zeroline: false},
       yaxis: {title: {text: "PC 2 (" + Math.round(ratio[1] * 100) + "%)"}, zeroline: false},
@@ -175,9 +178,11 @@
         y: passes.map(function (p) { return p.agreement; }), line: {color: "#2ca02c", width: 3, dash: "dash"}}
     ];
     Plotly.newPlot(div, traces, {
-      title: {text: "After each pass"}, font: FONT, margin: {l: 60, r: 20, t: 50, b: 50},
-      xaxis: {title: {text: "questions used by the model"}}, yaxis: {title: {text: "score"}, range: [-0.05, 1.05]},
-      legend: {orientation: "h", y: -0.25}, hovermode: "x unified"
+      title: {text: "ARI and crowd agreement after each pass"}, font: FONT, margin: {l: 60, r: 20, t: 50, b: 55},
+      xaxis: {title: {text: "questions used by the model"}, rangemode: "tozero"},
+      yaxis: {title: {text: "score"}, range: [-0.05, 1.05]},
+      legend: {x: 1, xanchor: "right", y: 0.05, yanchor: "bottom", bgcolor: "rgba(255,255,255,0.85)"},
+      hovermode: "x unified"
     }, {displaylogo: false, responsive: true});
   }
 
