@@ -42,9 +42,14 @@ def project(X, *, embedding=None, max_points=MAX_POINTS, random_state=0):
         nearest first, Euclidean in the first :data:`NEIGHBOUR_COMPONENTS` principal components) and
         ``sampled`` (whether fewer rows than ``n_samples`` are drawn).
 
+    Raises
+    ------
+    ValueError
+        Components that are not finite (never seen: the rows are scaled by their largest magnitude first).
+
     Notes
     -----
-    PCA: scikit-learn's :class:`~sklearn.decomposition.PCA` (randomized solver on wide data). A
+    The rows are divided by their largest magnitude before PCA (the map's units are arbitrary). PCA: scikit-learn's :class:`~sklearn.decomposition.PCA` (randomized solver on wide data). A
     single-column input is drawn on a line (y = 0).
     """
     Z = np.asarray(X if embedding is None else embedding, dtype=np.float64)
@@ -55,6 +60,9 @@ def project(X, *, embedding=None, max_points=MAX_POINTS, random_state=0):
     if n > max_points:
         rows = np.sort(np.random.default_rng(random_state).choice(n, size=max_points, replace=False))
     Z = Z[rows]
+    peak = np.abs(Z).max(initial=0.0)
+    if peak > 0:  # the map's units are arbitrary: values near float64's limit must not overflow in PCA
+        Z = Z / peak
     m = len(rows)
     k = max(1, min(NEIGHBOUR_COMPONENTS, Z.shape[1], m))
     if m >= 2 and np.ptp(Z, axis=0).max() > 0:
@@ -63,6 +71,8 @@ def project(X, *, embedding=None, max_points=MAX_POINTS, random_state=0):
         ratio = pca.explained_variance_ratio_
     else:
         P, ratio = np.zeros((m, k)), np.zeros(k)
+    if not np.isfinite(P).all():
+        raise ValueError("the principal components of these rows are not finite")
     xy = np.zeros((m, 2))
     xy[:, :min(2, P.shape[1])] = P[:, :2]
     ratio = [float(r) for r in list(ratio[:2]) + [0.0] * (2 - len(ratio[:2]))]

@@ -36,3 +36,11 @@ def test_one_column_constant_and_single_row_inputs_are_drawn():
     assert np.allclose(flat["xy"], 0) and len(flat["neighbours"][0]) == 4
     one = project(np.ones((1, 3)))
     assert one["xy"] == [[0.0, 0.0]] and one["neighbours"] == [[]]
+
+
+def test_values_near_the_float_limit_are_mapped_like_the_same_rows_scaled_down():
+    X, _ = make_blobs(40, centers=3, n_features=3, random_state=2)
+    big, small = project(X * (1e300 / np.abs(X).max())), project(X)
+    assert np.isfinite(big["xy"]).all() and big["neighbours"] == small["neighbours"]
+    assert np.allclose(np.abs(big["xy"]), np.abs(small["xy"]), atol=1e-3)
+    assert np.allclose(big["explained_variance_ratio"], small["explained_variance_ratio"])
