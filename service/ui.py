@@ -75,8 +75,11 @@ def _page(template, data, **context):
 
 
 def _waiting(what, rec_id, state, detail):
-    return render_template("ui/waiting.html", what=what, rec_id=rec_id, state=state, detail=detail), 200, {
-        "Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])}
+    """The page of a job or session with nothing to draw (yet: ``Retry-After`` while it may come)."""
+    waiting = state in ("QUEUED", "RUNNING", "INITIALIZING", "ACTIVE")
+    headers = {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])} if waiting else {}
+    return render_template("ui/waiting.html", what=what, rec_id=rec_id, state=state, detail=detail,
+                           waiting=waiting), 200, headers
 
 
 # ------------------------------------------------------------------------------------------ jobs

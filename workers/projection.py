@@ -36,7 +36,7 @@ def project(X, *, embedding=None, max_points=MAX_POINTS, random_state=0):
     -------
     dict
         ``source`` ("data" or "embedding"), ``n_samples`` (all rows), ``rows`` (the drawn row
-        indices, increasing), ``xy`` (one ``[x, y]`` per drawn row, 4 significant decimals),
+        indices, increasing), ``xy`` (one ``[x, y]`` per drawn row, rounded to 4 decimals),
         ``explained_variance_ratio`` (the two components' shares, of the sample),
         ``neighbours`` (per drawn row, the row indices of its :data:`N_NEIGHBOURS` nearest drawn rows,
         nearest first, Euclidean in the first :data:`NEIGHBOUR_COMPONENTS` principal components) and
@@ -49,7 +49,8 @@ def project(X, *, embedding=None, max_points=MAX_POINTS, random_state=0):
 
     Notes
     -----
-    The rows are divided by their largest magnitude before PCA (the map's units are arbitrary). PCA: scikit-learn's :class:`~sklearn.decomposition.PCA` (randomized solver on wide data). A
+    The rows are divided by their largest magnitude before PCA (the map's units are arbitrary).
+    PCA: scikit-learn's :class:`~sklearn.decomposition.PCA` (randomized solver on wide data). A
     single-column input is drawn on a line (y = 0).
     """
     Z = np.asarray(X if embedding is None else embedding, dtype=np.float64)

@@ -55,3 +55,25 @@ def test_a_session_page_shows_each_pass_the_workers_and_the_questions_in_flight(
         assert f"<td>{w}</td>" in html
     assert "Questions in flight" in html and "<td>ann</td>" in html.split("Questions in flight")[1]
     assert html.count('class="cluster"') == 3
+
+
+def test_a_triplet_session_page_maps_its_model_without_pair_lines(live):
+    from bench.datasets import load
+
+    from .helpers import upload
+    from .result_pages import wait_up_to_date
+
+    X, y = load("iris", zscore=False)
+    did = upload(live, X, y, name="iris")
+    r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, "budget": 10,
+                                                   "question_type": "triplet"}, timeout=30)
+    assert r.status_code == 201, r.text
+    sid = r.json()["id"]
+    wait_up_to_date(live, sid)
+    page = requests.get(f"{live}/ui/sessions/{sid}", timeout=30)
+    assert page.status_code == 200, page.text
+    data = page_data(page.text)
+    assert len(data["map"]["points"]["rows"]) == 150 and data["constraints"]["lines"] == []
+    assert data["map"]["points"]["item_id"] is None and len(data["passes"]) == 1
+    assert np.isclose(data["passes"][0]["ari"], requests.get(f"{live}/v1/sessions/{sid}/model",
+                                                             timeout=30).json()["metrics"]["ari"])

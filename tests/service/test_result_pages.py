@@ -113,7 +113,8 @@ def test_row_detail_has_features_ranges_and_neighbours_of_the_same_blob(client, 
     assert r.status_code == 200
     d = r.json
     assert [f["name"] for f in d["features"]] == ["x0", "x1"]
-    assert d["features"][0]["value"] == pytest.approx(X[7, 0]) and d["features"][1]["max"] == pytest.approx(X[:, 1].max())
+    assert d["features"][0]["value"] == pytest.approx(X[7, 0])
+    assert d["features"][1]["max"] == pytest.approx(X[:, 1].max())
     assert len(d["neighbours"]) == 5 and all(n["cluster"] == y[7] for n in d["neighbours"])
     gone = client.get(f"/ui/jobs/{jid}/rows/60")
     assert gone.status_code == 404 and gone.mimetype == "application/problem+json"
@@ -148,6 +149,10 @@ def test_an_unfinished_job_gets_a_page_that_waits(client, store, blobs_dataset):
     r = client.get(f"/ui/jobs/{jid}")
     assert r.status_code == 200 and "is QUEUED" in r.get_data(as_text=True) and r.headers["Retry-After"] == "1"
     assert 'http-equiv="refresh"' in r.get_data(as_text=True) and "shoal-data" not in r.get_data(as_text=True)
+    store.start_job(jid)
+    store.finish_job(jid, "FAILED", error={"detail": "<b>it broke</b>"})
+    html = client.get(f"/ui/jobs/{jid}").get_data(as_text=True)
+    assert "is FAILED" in html and "&lt;b&gt;it broke&lt;/b&gt;" in html and 'http-equiv="refresh"' not in html
 
 
 def test_static_files_come_from_shoal_with_long_cache_headers(client):
