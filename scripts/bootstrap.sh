@@ -41,3 +41,10 @@ if [ -z "${REDIS_URL:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
   fi
 fi
 export OPENBLAS_NUM_THREADS=1
+# A browser for the page tests (tests/integration/*browser*): Debian's chromium, driven by Playwright.
+if [ "$EXTRAS" = "test" ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] \
+   && command -v apt-get >/dev/null 2>&1; then
+  echo "installing Debian's chromium" >&2
+  (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 \
+     && apt-get install -y -q chromium >/dev/null 2>&1; }) || true
+fi

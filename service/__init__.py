@@ -86,6 +86,9 @@ def create_app(config=None):
     idempotency.register(app)
 
     app.register_blueprint(docs.blp)
+    from . import ui
+
+    app.register_blueprint(ui.blp)
 
     @app.get("/openapi.yaml")
     def openapi_yaml():

@@ -17,9 +17,10 @@ from flask import g, request
 
 from .errors import ApiError
 
-#: Routes open without a key: the probes an orchestrator calls, and the API's description.
+#: Routes open without a key: the probes an orchestrator calls, the API's description, and the static files
+#: of /docs and of the result pages (the pages themselves, /ui/jobs/... and /ui/sessions/..., need a key).
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.yaml", "/openapi.json"})
-OPEN_PREFIXES = ("/docs",)
+OPEN_PREFIXES = ("/docs", "/ui/static/")  # the pages' scripts and styles (service.ui): public code
 #: Shorter keys are refused at start-up: they could be guessed.
 MIN_KEY_LENGTH = 16
 

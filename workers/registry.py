@@ -331,3 +331,16 @@ def learned_matrix(method, estimator):
     if matrix is None and spec.factor_attr is not None:
         return None, getattr(estimator, spec.factor_attr, None)
     return matrix, None
+
+
+def learned_embedding(method, estimator):
+    """The rows' learned embedding ``E`` (the kernel is ``E E^T``), or None when the method learns none.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_components) or None
+        E.g. CCSKL's ``embedding_``; what the result page maps instead of the data
+        (:func:`workers.projection.project`).
+    """
+    attr = METHODS[method].factor_attr
+    return None if attr is None else getattr(estimator, attr, None)

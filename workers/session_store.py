@@ -22,6 +22,8 @@ Layout (prefix ``shoal:session:{id}``)::
     :pending_taken    string  the call that last took the pending flag (take_pending), for its retry
     :update_claimed   string  the task that last claimed the slot (started its pass): a slot whose
                               holder has not may be taken over by a retry (record_answers)
+    :projection       bytes   JSON 2-D map of the rows (workers.projection), for /ui/sessions/{id}
+    :passes           hash    revision -> JSON numbers one committed pass measured (record_pass)
     :item_ids         string  JSON list: the dataset's item ids, copied when the dataset is deleted
                               (DatasetStoreMixin.delete_dataset; read by item_ids)
 
@@ -184,7 +186,8 @@ class SessionStore:
     def _touch(self, sid):
         ttl = self.settings.job_ttl
         keys = [self._key(sid, s) for s in ("", ":state", ":model", ":questions", ":pool", ":assignments",
-                                             ":ready", ":taken", ":disagreements", ":conflicts", ":item_ids")]
+                                             ":ready", ":taken", ":disagreements", ":conflicts", ":item_ids",
+                                             ":projection", ":passes")]
         pipe = self.r.pipeline()
         for k in keys:
             pipe.expire(k, ttl)
@@ -293,6 +296,64 @@ class SessionStore:
     def get_model(self, sid):
         raw = self.r.get(self._key(sid, ":model"))
         return json.loads(raw) if raw else None
+
+    def save_projection(self, sid, projection):
+        """Keep the 2-D map of the session's rows (:func:`workers.projection.project`) for its page."""
+        self.r.set(self._key(sid, ":projection"), dumps(projection), ex=self.settings.job_ttl)
+
+    def get_projection(self, sid):
+        """The 2-D map of the session's rows, or None (its first pass has not committed yet)."""
+        raw = self.r.get(self._key(sid, ":projection"))
+        return json.loads(raw) if raw else None
+
+    def record_pass(self, sid, revision, stats_of_pass):
+        """Keep what one committed pass measured (its model's ARI, the crowd's agreement ...).
+
+        Parameters
+        ----------
+        sid : str
+        revision : int
+            The revision the pass read: a pass redone for the same revision replaces its entry.
+        stats_of_pass : dict
+            JSON-able numbers (see :func:`workers.session_tasks.pass_stats`).
+        """
+        key = self._key(sid, ":passes")
+        pipe = self.r.pipeline()
+        pipe.hset(key, str(int(revision)), dumps(stats_of_pass))
+        pipe.expire(key, self.settings.job_ttl)
+        pipe.execute()
+
+    def passes(self, sid):
+        """What each committed pass measured (:meth:`record_pass`), by revision."""
+        raw = self.r.hgetall(self._key(sid, ":passes"))
+        return [json.loads(v) for _, v in sorted(raw.items(), key=lambda kv: int(kv[0]))]
+
+    def in_flight(self, sid, limit=50):
+        """Open questions with the workers whose lease on them is running.
+
+        Parameters
+        ----------
+        sid : str
+        limit : int
+            At most this many questions (by question id).
+
+        Returns
+        -------
+        list of dict
+            ``question_id``, ``type``, ``items``, ``n_answers`` and ``leased_by`` (worker ids whose
+            lease has not expired and who have not answered yet).
+        """
+        rec = self.get(sid) or {}
+        seconds = rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)
+        page, _ = self.page_questions(sid, status="open", page_size=limit)
+        since = time.time() - seconds
+        pipe = self.r.pipeline()
+        for q in page:
+            pipe.zrangebyscore(self._key(sid, f":lease:{q['question_id']}"), f"({since}", "+inf")
+        leases = pipe.execute() if page else []
+        return [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
+                 "n_answers": q.get("n_answers", len(q["answers"])), "leased_by": [w.decode() for w in held]}
+                for q, held in zip(page, leases)]
 
     # ------------------------------------------------------------- questions
     def replace_pool(self, sid, questions, revision, lease_seconds=DEFAULT_LEASE_SECONDS, *, final=False):

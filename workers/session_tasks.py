@@ -25,7 +25,7 @@ from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .submit import send_pass
 from .records import problem, utcnow_iso
-from .tasks import (REDIS_DOWN, _label_codes, deliver_session_webhook, get_store, through_outage,
+from .tasks import (REDIS_DOWN, _label_codes, deliver_session_webhook, get_store, result_map, through_outage,
                     through_outage_past_soft_limit, zscore)
 
 log = logging.getLogger(__name__)
@@ -266,6 +266,37 @@ def _model(sid, revision, est, labels, labels_true, closed, workers, used=None):
     return model
 
 
+def pass_stats(model, n_answers, started):
+    """What a committed pass measured, for the session's page (``/ui/sessions/{id}``).
+
+    Parameters
+    ----------
+    model : dict
+        The model the pass saved (:func:`_model`).
+    n_answers : int
+        Answers recorded when the pass read them.
+    started : float
+        Unix time the pass started.
+
+    Returns
+    -------
+    dict
+        ``revision`` (the answers' revision the pass read), ``at`` (ISO time the pass ended),
+        ``n_questions_used``, ``n_clusters``, ``n_answers``, ``n_workers``, ``ari`` (of the labels
+        against the dataset's ground truth; null without one) and ``agreement``: the crowd's, the
+        fraction of workers' informative answers that match the other workers' strict majority on
+        the same question, over all workers (:func:`workers.crowd.worker_reliability`; null before any
+        question had two informative answers).
+    """
+    compared = sum(w["compared"] for w in model["workers"])
+    agreed = sum(round((w["agreement"] or 0.0) * w["compared"]) for w in model["workers"])
+    return {"revision": model["observed_revision"], "at": utcnow_iso(), "seconds": round(time.time() - started, 3),
+            "n_questions_used": model["n_questions_used"], "n_clusters": model["n_clusters"],
+            "n_answers": int(n_answers), "n_workers": len(model["workers"]),
+            "ari": (model["metrics"] or {}).get("ari"),
+            "agreement": round(agreed / compared, 4) if compared else None}
+
+
 def update_once(store, ss, sid, token=None):
     """One pass: tell aggregated answers, re-cluster, refill the pool, save.
 
@@ -353,8 +384,13 @@ def update_once(store, ss, sid, token=None):
     # counters in one transaction (a pass killed before it is redone from the state before).
     ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports, token=token)
     labels = np.asarray(est.labels_, dtype=np.int64)
-    ss.save_model(sid, _model(sid, revision, est, labels, labels_true, closed,
-                              worker_reliability(answers, dawid_skene), used))
+    model = _model(sid, revision, est, labels, labels_true, closed, worker_reliability(answers, dawid_skene), used)
+    ss.save_model(sid, model)
+    ss.record_pass(sid, revision, pass_stats(model, len(answers), started))
+    if ss.get_projection(sid) is None:  # the rows do not change: mapped once
+        mapped = result_map(sid, X, None, rec["random_state"])
+        if mapped is not None:
+            ss.save_projection(sid, mapped)
     state = "COMPLETED" if done else "ACTIVE"
     observed = ss.finish_pass(sid, revision, used, state=state, error=None, pass_started_at=None,
                               last_pass_seconds=round(time.time() - started, 3))

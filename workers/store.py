@@ -15,6 +15,7 @@ Layout (all keys prefixed ``shoal:``)::
     job:{id}:spec         bytes  JSON: constraints as submitted (index lists)
     job:{id}:result       bytes  JSON result
     job:{id}:affinity     bytes  scipy.sparse .npz of the learned affinity / kernel
+    job:{id}:projection   bytes  JSON 2-D map of the rows (workers.projection), for /ui/jobs/{id}
     job:{id}:cancel       flag   cooperative cancellation request
     jobs                  zset   job ids by creation time (listing, pagination)
     jobs:unsent           zset   job id -> creation (or last dispatch) time, until its task is sent (liveness)
@@ -620,7 +621,8 @@ class Store(DatasetStoreMixin):
             # in the same transaction: a caller that retries after losing the reply (workers.tasks.through_outage)
             # finds the job ended, and its keys must not be left without their expiry
             key = f"{PREFIX}job:{jid}"
-            for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel", f"{key}:model"):
+            for k in (key, f"{key}:spec", f"{key}:result", f"{key}:affinity", f"{key}:cancel", f"{key}:model",
+                      f"{key}:projection"):
                 pipe.expire(k, self.settings.job_ttl)
 
         expect = None if task_id is None else (lambda before: before.get("dispatch") in (task_id, None))
@@ -675,7 +677,7 @@ class Store(DatasetStoreMixin):
                 pipe.unwatch()
                 return "unfinished", None
             pipe.multi()
-            pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model")))
+            pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model", ":projection")))
             pipe.zrem(f"{PREFIX}jobs", jid)
             pipe.zrem(UNSENT, jid)
             pipe.srem(f"{PREFIX}dataset:{did}:users", f"job:{jid}")
@@ -733,8 +735,9 @@ class Store(DatasetStoreMixin):
         return bool(self.r.exists(f"{PREFIX}job:{jid}:cancel"))
 
     # ----------------------------------------------------------------- results
-    def save_result(self, jid, result, affinity=None):
-        """Store the result JSON and, optionally, a sparse affinity (.npz bytes), while the job runs.
+    def save_result(self, jid, result, affinity=None, projection=None):
+        """Store the result JSON and, optionally, a sparse affinity (.npz bytes) and the rows' 2-D map
+        (:func:`workers.projection.project`, JSON, for ``/ui/jobs/{id}``), while the job runs.
 
         Returns
         -------
@@ -750,6 +753,8 @@ class Store(DatasetStoreMixin):
             buf = io.BytesIO()
             sp.save_npz(buf, sp.csr_matrix(affinity), compressed=True)
             writes["affinity"] = buf.getvalue()
+        if projection is not None:
+            writes["projection"] = dumps(projection)
         return self._save_while_active(jid, writes)
 
     def _save_while_active(self, jid, writes):
@@ -771,6 +776,11 @@ class Store(DatasetStoreMixin):
 
     def get_result(self, jid):
         raw = self.r.get(f"{PREFIX}job:{jid}:result")
+        return json.loads(raw) if raw else None
+
+    def get_projection(self, jid):
+        """The 2-D map of a job's rows (:meth:`save_result`), or None (none made, expired or deleted)."""
+        raw = self.r.get(f"{PREFIX}job:{jid}:projection")
         return json.loads(raw) if raw else None
 
     def save_model_state(self, jid, state):

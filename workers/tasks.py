@@ -17,7 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
-from . import liveness, registry
+from . import liveness, projection, registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
 from .records import job_event, problem
@@ -361,6 +361,29 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
     return result
 
 
+def result_map(owner, X, embedding, random_state):
+    """The 2-D map of a result's rows for its page (:func:`workers.projection.project`), or None.
+
+    A map that cannot be made (logged) leaves the page without one; it never fails the job or pass.
+
+    Parameters
+    ----------
+    owner : str
+        The job or session id (for the log).
+    X : ndarray of shape (n_samples, n_features)
+    embedding : ndarray of shape (n_samples, n_components) or None
+        The method's learned embedding, mapped instead of ``X`` when given.
+    random_state : int
+    """
+    try:
+        return projection.project(X, embedding=embedding, random_state=random_state)
+    except SoftTimeLimitExceeded:
+        raise
+    except Exception:  # noqa: BLE001 - a picture never fails the work it shows
+        log.exception("%s: no 2-D map of the result", owner)
+        return None
+
+
 def time_limit_error(settings):
     """The problem object of a job that ran past its soft time limit.
 
@@ -476,11 +499,12 @@ def run_job(self, job_id):
         queued = job["started_ts"] - job["created_ts"]
         result = build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, queued)
         matrix, factor = registry.learned_matrix(job["method"], estimator)
+        mapped = result_map(job_id, X, registry.learned_embedding(job["method"], estimator), job["random_state"])
         if matrix is not None and matrix.shape[0] > FULL_AFFINITY_LIMIT:
             matrix = top_k_rows(matrix, STORED_TOP_K)
         elif factor is not None:
             matrix = top_k_rows_from_factor(factor, STORED_TOP_K)
-        through_outage(store.save_result, job_id, result, matrix)
+        through_outage(store.save_result, job_id, result, matrix, projection=mapped)
         model = registry.model_state(job["method"], estimator)
         if model is not None:
             if job.get("scale") == "zscore":
