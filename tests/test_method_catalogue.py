@@ -2,7 +2,7 @@
 
 import pytest
 
-from schemas.methods import METHODS as WIRE
+from service.methods import METHODS as WIRE
 from workers.registry import METHODS as REGISTRY
 
 
