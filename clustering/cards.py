@@ -533,4 +533,22 @@ CARDS = {c.id: c for c in [
         conflict_params={"keep": {"on_inconsistent": "repair"}},
         triplet_row_diagnostics=("conflicting_triplets", "dropped_triplets", "cut_violations"),
     ),
+    Card(
+        id="kmeans",
+        title="k-means (Lloyd 1982, k-means++ seeding), unconstrained reference",
+        estimator="clustering.baselines._kmeans:KMeans",
+        params={
+            "init": param("k-means++", Options("k-means++", "random")),
+            "n_init": _n_init(doc="restarts; the lowest inertia is kept"),
+            "max_iter": param(300, Interval(Int, 1, 10000)),
+            "tol": param(1e-4, Interval(Real, 0, 1)),
+        },
+        constraints=(),
+        hard_constraints=False,
+        outputs=("labels",),
+        reference="Lloyd. Least squares quantization in PCM. IEEE Trans. Inf. Theory 1982; Arthur, Vassilvitskii. "
+                  "k-means++: the advantages of careful seeding. SODA 2007.",
+        # No size limit: 100000 rows x 10 columns, K = 10, took 7.8 s and a 198 MiB peak (one BLAS thread).
+        extras={"inertia": "inertia_", "n_iter": "n_iter_", "cluster_centers": "cluster_centers_"},
+    ),
 ]}
