@@ -4,7 +4,7 @@ Each probe runs in a child process under an address-space limit (``prlimit --as`
 time limit, with one BLAS thread as the workers run. The data are ``make_blobs`` (d = 10,
 K = 10 by default, z-scored as ``scale: zscore`` does) with 300 constraints of the method's kind
 drawn from the ground truth (3000 for ``e2cp_3000_pairs``; the ``*_closure_GxS`` probes add G
-must-link groups of S rows each, chained); the estimator gets the catalogue's defaults (``schemas.methods``),
+must-link groups of S rows each, chained); the estimator gets the catalogue's defaults (``clustering.cards``),
 a preset's parameters, or the probe's own options (``ccskl_sigma_select``, ``cop_rf_5000_trees``, ...),
 as ``workers.registry.build`` gives them (bench does not import
 ``workers``: the same construction is repeated here). Sessions (``urasc`` pairwise,
@@ -28,6 +28,7 @@ larger sizes are skipped once a smaller one ran out of memory or time.
 """
 
 import argparse
+import importlib
 import json
 import os
 import resource
@@ -165,7 +166,11 @@ def child(name, n, d, k, base_only):
     import numpy as np
 
     import clustering  # imported by the base probe too, so that peak - base is the method's
-    from schemas.methods import METHODS
+    from clustering.cards import CARDS
+    from schemas.methods import params_schema
+
+    for public in clustering.__all__:  # the estimators load on first use: all of them, in the base probe too
+        getattr(clustering, public)
     from schemas.sessions import TripletParamsSchema, URASCParamsSchema
 
     X, y = _data(n, d, k)
@@ -177,13 +182,14 @@ def child(name, n, d, k, base_only):
     n_constraints = rest[0] if rest else N_CONSTRAINTS
     t0 = time.perf_counter()
     if kind == "job":
-        spec = METHODS[what]
-        presets = {p["name"]: p["params"] for p in spec.get("presets", [])}
+        card = CARDS[what]
+        presets = {p["name"]: p["params"] for p in card.presets}
         given = presets[preset] if isinstance(preset, str) else (preset or {})
-        params = spec["params"]().load(dict(given))
+        params = params_schema("Params", card.params)().load(dict(given))
         if what == "recon":
             params["on_inconsistent"] = "repair"  # registry: on_conflict "keep"
-        cls = getattr(clustering, spec["estimator"])
+        module, _, cls_name = card.estimator.partition(":")
+        cls = getattr(importlib.import_module(module), cls_name)
         names = cls().get_params(deep=False)
         kw = {"n_clusters": k} if "n_clusters" in names else {}
         if "random_state" in names:
@@ -194,11 +200,11 @@ def child(name, n, d, k, base_only):
                                                        file=sys.stderr, flush=True)
         est = cls(**params, **kw)
         fit = {}
-        if "pairwise" in spec["constraints"]:
+        if "pairwise" in card.constraints:
             fit = _pairwise(y, n_constraints, rng)
             if name in GROUPS:
                 fit = _groups(y, *GROUPS[name], fit)
-        elif "triplets" in spec["constraints"]:
+        elif "triplets" in card.constraints:
             fit = _triplets(y, n_constraints, rng)
         import warnings
 

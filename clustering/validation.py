@@ -49,7 +49,6 @@ __all__ = [
     "must_link_components",
     "count_hierarchy_constraints",
     "find_pairwise_conflicts",
-    "hierarchy_constraints",
 ]
 
 # Largest n for which an estimator option builds a dense n x n forest affinity
@@ -837,38 +836,6 @@ def check_hierarchy(tree, n_samples, *, name="hierarchy", max_depth=MAX_HIERARCH
     return arr
 
 
-def check_relative_feasibility(triplets, n_samples, answers=None, *, minimal=True):
-    """Is there a hierarchy displaying every relative constraint ab|c?
-
-    Thin entry point for the HTTP layer; the BUILD test itself lives with
-    ReCon (:func:`clustering._relative.check_relative_feasibility`, Aho et al.'s
-    OneTree, ``specs/recon.md`` §4.1-4.2).
-
-    Parameters
-    ----------
-    triplets : array-like of shape (m, 3)
-        Rows ``(a, b, c)``; with ``answers=None`` each means ab|c.
-    n_samples : int
-    answers : array-like of shape (m,) or None
-        +1/"yes" -> ab|c, -1/"no" -> ac|b, 0/"dont_know" -> no constraint.
-    minimal : bool, default=True
-        Return a minimal conflicting subset.
-
-    Returns
-    -------
-    dict
-        ``{"feasible": bool, "conflicting_triplets": [row indices], "n_relative": int}``.
-
-    Raises
-    ------
-    InvalidInputError
-        Malformed triplets or answers.
-    """
-    from ._relative import check_relative_feasibility as _check
-
-    return _check(triplets, n_samples, answers, minimal=minimal)
-
-
 def count_hierarchy_constraints(tree):
     """How many ab|c rows :func:`hierarchy_constraints` gives for ``tree``, without building them.
 
@@ -895,26 +862,3 @@ def count_hierarchy_constraints(tree):
                     total += (len(child) - 1) * (len(node) - 1)
                     stack.append(child)
     return total
-
-
-def hierarchy_constraints(tree):
-    """The ab|c relative constraints a hierarchy stands for, as ReCon takes them with it.
-
-    Thin entry point for the HTTP layer and the workers
-    (:func:`clustering._relative.hierarchy_triplets`, RC-13): BUILD on these
-    rows gives back the tree.
-
-    Parameters
-    ----------
-    tree : nested list
-        The hierarchy, leaves being row indices (as :func:`check_hierarchy`
-        accepted it).
-
-    Returns
-    -------
-    ndarray of shape (m, 3), int64
-        Rows ``(a, b, c)`` meaning ab|c; ``m`` is :func:`count_hierarchy_constraints`.
-    """
-    from ._relative import hierarchy_triplets
-
-    return np.asarray(hierarchy_triplets(tree), dtype=np.int64).reshape(-1, 3)

@@ -8,14 +8,13 @@ from flask_smorest import Blueprint
 from marshmallow import Schema, fields, validate
 
 from clustering.exceptions import InvalidInputError
+from clustering.feasibility import check_relative_feasibility, hierarchy_constraints
 from clustering.validation import (
     check_hierarchy,
     check_pairs,
-    check_relative_feasibility,
     check_triplets,
     count_hierarchy_constraints,
     find_pairwise_conflicts,
-    hierarchy_constraints,
 )
 from schemas.constraints import ConstraintCheckSchema, ConstraintsSchema
 

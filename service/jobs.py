@@ -8,15 +8,9 @@ from flask import send_file, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
+from clustering.cards import CARDS, option_limits
 from clustering.exceptions import InvalidInputError
-from clustering.validation import (
-    CCSKL_SELECT_MAX_SAMPLES,
-    COP_RF_MAX_TREE_ROWS,
-    DENSE_AFFINITY_LIMIT,
-    RCA_MAX_FEATURES,
-    check_n_clusters,
-    closure_size,
-)
+from clustering.validation import check_n_clusters
 from schemas.jobs import (
     AffinityArgsSchema,
     AffinitySchema,
@@ -26,7 +20,6 @@ from schemas.jobs import (
     JobSchema,
     PredictRequestSchema,
 )
-from schemas.methods import METHODS
 from schemas.results import ResultSchema
 from workers.store import load_affinity
 from workers.submit import submit_job
@@ -37,6 +30,7 @@ from .constraints import pairwise_conflicts, present_kinds, relative_feasibility
 from .datasets import check_data_values, check_size, dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
 from .idempotency import idempotent
+from .methods import METHODS
 from .presets import params_with_preset
 
 blp = Blueprint("jobs", __name__, url_prefix="/v1/jobs", description="Clustering jobs")
@@ -63,33 +57,13 @@ def job_or_404(store, job_id):
     return rec
 
 
-# Parameter values that make the estimator build a dense n x n matrix (refused above DENSE_AFFINITY_LIMIT rows).
-_DENSE_ONLY = {"cop_rf": {"affinity_samples": "in_bag", "n_neighbors": "select"}}
-
-
-def _option_limits(method, params):
-    """(field, what the option builds, axis, limit) for every chosen option with a size limit."""
-    limits = [(f, "builds a dense n x n matrix", "rows", DENSE_AFFINITY_LIMIT)
-              for f, v in _DENSE_ONLY.get(method, {}).items() if params.get(f) == v]
-    if params.get("rca_components") is not None:
-        limits.append(("rca_components", "solves a dense d x d eigenproblem", "columns", RCA_MAX_FEATURES))
-    if method == "cop_rf":
-        trees = params["n_estimators"]
-        limits.append(("n_estimators", f"keeps every tree's leaf of every row (rows x trees at most "
-                                       f"{COP_RF_MAX_TREE_ROWS})", "rows", COP_RF_MAX_TREE_ROWS // trees))
-    if method == "ccskl" and params.get("sigma") == "select":
-        limits.append(("sigma", "fits 9 widths x 5 folds (slower than a job may run on more rows)", "rows",
-                       CCSKL_SELECT_MAX_SAMPLES))
-    return limits
-
-
 def _check_option_limits(method, params, preset_params, body, size):
     """422 ``dataset_too_large_for_option`` when a chosen option cannot run on a dataset this size.
 
     The pointer is ``/params/<field>`` for a value the client gave and ``/preset`` for one that the
     preset filled in, so the client knows which part of the request to change.
     """
-    over = [o for o in _option_limits(method, params) if size[o[2]] > o[3]]
+    over = [o for o in option_limits(CARDS[method], params) if size[o[2]] > o[3]]
     if not over:
         return
     preset, given = body.get("preset"), body.get("params") or {}
@@ -126,41 +100,30 @@ def _check_row_limit(method, meta):
                    method=method, max_samples=limit, n_samples=n)
 
 
-def _check_propagation_limit(method, n, checked):
-    """422 ``constraints_too_large_for_method`` at ``/constraints`` when rows x constrained rows is above
-    ``method``'s ``max_propagation`` (E2CP's n x c propagation factors, ``GET /v1/methods``)."""
-    limit = METHODS[method].get("max_propagation")
-    if limit is None:
-        return
-    pairs = [p for f in ("must_link", "cannot_link") for p in checked.get(f) or []]
-    c = len({int(i) for p in pairs for i in p})
-    if n * c <= limit:
-        return
-    raise ApiError(422, "constraints_too_large_for_method",
-                   f"method {method!r} propagates each constraint to every row: {n} rows x {c} rows in a "
-                   f"constraint is more than {limit}; constrain at most {limit // n} distinct rows on this "
-                   "dataset, or use spectral_learning or ccskl",
-                   errors={"/constraints": [f"at most {limit // n} distinct rows in must_link and cannot_link "
-                                            f"with method {method!r} on {n} rows (they name {c})"]},
-                   method=method, max_propagation=limit, n_samples=n, n_constrained_samples=c)
+def _check_constraint_limits(method, params, n, checked):
+    """422 when the constraints are larger than one of ``method``'s constraint limits (its card's
+    ``constraint_limits``; the values are the catalogue's, ``GET /v1/methods``), naming the limit's pointer.
 
-
-def _check_closure_limit(method, params, n, checked):
-    """422 ``constraints_too_large_for_option`` at ``/params/closure`` when ``closure=true`` would overwrite
-    more pairs than ``method``'s ``max_closure_pairs`` (``GET /v1/methods``)."""
-    limit = METHODS[method].get("max_closure_pairs")
-    if limit is None or not params.get("closure") or not checked.get("must_link"):
-        return
-    n_ml, n_cl = closure_size(checked["must_link"], checked.get("cannot_link") or [], n)
-    if n_ml + n_cl <= limit:
-        return
-    raise ApiError(422, "constraints_too_large_for_option",
-                   f"closure=true on method {method!r} overwrites every pair inside a must-link group and between "
-                   f"two groups a cannot-link joins: {n_ml + n_cl} pairs ({n_ml} inside, {n_cl} between) is more "
-                   f"than {limit}; give closure=false (the constraints are used as given) or smaller groups",
-                   errors={"/params/closure": [f"at most {limit} closure pairs with method {method!r} (these "
-                                               f"constraints make {n_ml + n_cl})"]},
-                   method=method, max_closure_pairs=limit, n_closure_pairs=n_ml + n_cl)
+    Parameters
+    ----------
+    method : str
+    params : dict
+        The job's loaded parameters: a limit of a boolean option holds only when it is true.
+    n : int
+        Rows of the dataset.
+    checked : dict
+        The validated constraints (:func:`validate_constraints`).
+    """
+    for lim in CARDS[method].constraint_limits:
+        limit = METHODS[method].get(lim.name)
+        if limit is None or (lim.param is not None and not params.get(lim.param)):
+            continue
+        size = lim.measure(checked, n, limit)
+        if size is None or size["size"] <= limit:
+            continue
+        words = {"method": method, "limit": limit, **size}
+        raise ApiError(422, lim.code, lim.detail.format(**words), errors={lim.pointer: [lim.message.format(**words)]},
+                       method=method, **{lim.name: limit}, **{k: size[k] for k in lim.reported})
 
 
 def _check_method(body, meta):
@@ -169,7 +132,7 @@ def _check_method(body, meta):
         raise ApiError(422, "unknown_method", f"unknown method {method!r}",
                        errors={"/method": [f"must be one of {', '.join(sorted(METHODS))}"]})
     n_samples, n_features = meta["n_samples"], meta["n_features"]
-    presets = {p["name"]: p["params"] for p in METHODS[method].get("presets", [])}
+    presets = {p["name"]: p["params"] for p in METHODS[method]["presets"]}
     preset = body.get("preset")
     merged = params_with_preset(presets, preset, body.get("params") or {},
                                 f"method {method!r} has no preset {preset!r}", f"{method} has no presets")
@@ -224,8 +187,7 @@ def create_job(body):
     params = _check_method(body, meta)
     check_callback_url(body.get("callback_url"))
     checked, counts = validate_constraints(body.get("constraints"), n)
-    _check_propagation_limit(body["method"], n, checked)
-    _check_closure_limit(body["method"], params, n, checked)
+    _check_constraint_limits(body["method"], params, n, checked)
     item_ids = store.get_item_ids(meta["id"]) if meta.get("has_item_ids") else None
     conflicts, n_conflicts = pairwise_conflicts(checked, item_ids)
     if n_conflicts and body["on_conflict"] == "reject":

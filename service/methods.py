@@ -1,4 +1,9 @@
-"""The method catalogue: ``GET /v1/methods``."""
+"""The method catalogue: ``GET /v1/methods``, and each method's wire form built from its card.
+
+:data:`METHODS` holds, per method id, what the HTTP layer serves and checks: the card's
+``clustering.cards`` data with its params schema built by ``schemas.methods.params_schema``.
+Nothing here names a method.
+"""
 
 import functools
 
@@ -6,8 +11,34 @@ from flask_smorest import Blueprint
 from marshmallow import fields as mfields
 from marshmallow import validate
 
-from schemas.methods import METHODS, CatalogueSchema
+from clustering.cards import CARDS
+from schemas.methods import CatalogueSchema, params_schema
 from schemas.sessions import SESSION_PRESETS, SESSION_STRATEGIES, TripletParamsSchema, URASCParamsSchema
+
+
+
+def _wire(card):
+    """The catalogue entry of a card: ``params`` a schema class, limits under their catalogue names."""
+    entry = {
+        "title": card.title,
+        "estimator": card.estimator,
+        "params": params_schema(card.estimator.rsplit(":", 1)[-1] + "Params", card.params),
+        "constraints": list(card.constraints),
+        "hard_constraints": card.hard_constraints,
+        "outputs": list(card.outputs),
+        "reference": card.reference,
+        "presets": [dict(p) for p in card.presets],
+        "max_samples": card.max_samples,
+        "max_samples_reason": card.max_samples_reason,
+        "max_propagation": None,
+        "max_closure_pairs": None,
+    }
+    entry.update({lim.name: lim.value for lim in card.constraint_limits})
+    return entry
+
+
+#: Method id -> its wire entry (what ``POST /v1/jobs`` checks against and ``GET /v1/methods`` lists).
+METHODS = {name: _wire(card) for name, card in CARDS.items()}
 
 blp = Blueprint("methods", __name__, url_prefix="/v1/methods", description="Available clustering methods")
 
@@ -74,7 +105,7 @@ def catalogue():
             "hard_constraints": m["hard_constraints"],
             "outputs": m["outputs"],
             "reference": m["reference"],
-            "presets": m.get("presets", []),
+            "presets": m["presets"],
             "max_samples": m.get("max_samples"),
             "max_samples_reason": m.get("max_samples_reason"),
             "max_propagation": m.get("max_propagation"),

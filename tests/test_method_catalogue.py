@@ -2,7 +2,7 @@
 
 import pytest
 
-from schemas.methods import METHODS as WIRE
+from service.methods import METHODS as WIRE
 from workers.registry import METHODS as REGISTRY
 
 
@@ -89,3 +89,56 @@ def test_cop_rf_tree_rows_limit_in_the_catalogue_is_the_estimators_limit():
     assert f"at most {COP_RF_MAX_TREE_ROWS} " in doc and "dataset_too_large_for_option" in doc
     most = COP_RF_MAX_TREE_ROWS // COP_RF_AUTO_MAX_SAMPLES
     assert f"at most {most} trees on {COP_RF_AUTO_MAX_SAMPLES} rows" in doc
+
+
+def _wire_samples(p):
+    """The default and the edge values a card's parameter takes on the wire (bounds, or just inside open ones)."""
+    import math
+
+    out = [p.default]
+    for r in p.rules:
+        if r is None or r is bool:
+            out += [None] if r is None else [True, False]
+        elif hasattr(r, "values"):
+            out += list(r.values)
+        else:
+            integer = r.kind.__name__ == "Integral"
+            for b, inward, closed in ((r.low, 1, r.closed in ("both", "left")),
+                                      (r.high, -1, r.closed in ("both", "right"))):
+                if b is not None:
+                    out.append(b if closed else (b + inward if integer else math.nextafter(b, inward * math.inf)))
+    return out
+
+
+@pytest.mark.parametrize("method", sorted(REGISTRY))
+def test_every_edge_value_the_wire_takes_passes_the_estimators_own_checks(method):
+    """The card's rules are the wire's; the estimator's constraints (checked in fit) may be wider, never
+    narrower: every edge value the wire takes reaches fit's first progress callback (stopped there)."""
+    import warnings
+
+    import numpy as np
+    from sklearn.datasets import make_blobs
+
+    from clustering.cards import CARDS
+    from workers.registry import build, fit_kwargs
+
+    class Reached(Exception):
+        pass
+
+    def stop(stage, fraction):
+        raise Reached
+
+    X, _ = make_blobs(1200, centers=3, random_state=0)  # more rows than any n_neighbors the wire takes
+    card = CARDS[method]
+    given = {"pairwise": {"must_link": [[0, 1]], "cannot_link": [[0, 2]]},
+             "triplets": {"triplets": [[0, 1, 2, "yes"]]}}.get(card.inputs[0] if card.inputs else None, {})
+    checked = 0
+    for name, p in card.params.items():
+        for value in _wire_samples(p):
+            assert WIRE[method]["params"]().load({name: value})[name] == value
+            est = build(method, n_clusters=3, params={name: value}, random_state=0, callback=stop)
+            with warnings.catch_warnings(), pytest.raises(Reached):
+                warnings.simplefilter("ignore")
+                est.fit(np.asarray(X), **fit_kwargs(method, given))
+            checked += 1
+    assert checked >= 2 * len(card.params)

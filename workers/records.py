@@ -15,6 +15,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
+#: Job states of a job not yet ended (QUEUED or RUNNING).
+ACTIVE = ("QUEUED", "RUNNING")
+
 
 def utcnow_iso(ts=None):
     """ISO 8601 UTC timestamp with millisecond precision and a ``Z`` suffix.

@@ -1,14 +1,19 @@
-"""Method id -> estimator class, and how stored constraints map onto ``fit``.
+"""Method id -> how the worker runs it (from its card, ``clustering.cards``), and how stored
+constraints map onto ``fit``.
 
-The wire-level catalogue (parameter schemas, docs) lives in
-``schemas.methods``; a test asserts both name the same methods and that
-every wire parameter is an ``__init__`` parameter of the estimator.
+The card names the estimator, its constraint inputs, matrix attributes and result extras; this
+module turns them into a :class:`MethodSpec` each and holds the extractors an extra may name
+(:data:`EXTRACTORS`). A test asserts that every wire parameter is an ``__init__`` parameter of the
+estimator.
 """
 
 from dataclasses import dataclass, field
 from importlib import import_module
 
 import numpy as np
+
+from clustering.cards import CARDS
+from clustering.feasibility import hierarchy_constraints
 
 
 @dataclass(frozen=True)
@@ -99,8 +104,6 @@ def _hierarchy_triplets(constraints):
     """The ab|c rows a job's ``hierarchy`` gives, (m, 3) int64 (none without one)."""
     if (constraints or {}).get("hierarchy") is None:
         return np.empty((0, 3), dtype=np.int64)
-    from clustering.validation import hierarchy_constraints
-
     return hierarchy_constraints(constraints["hierarchy"])
 
 
@@ -173,33 +176,31 @@ def _newick(estimator, constraints):
     return estimator.to_newick() if hasattr(estimator, "children_") else None
 
 
-METHODS = {
-    "spectral": MethodSpec("clustering.baselines:SpectralClustering", (), "affinity_matrix_"),
-    "spectral_learning": MethodSpec("clustering.baselines:SpectralLearning", ("pairwise",), "affinity_matrix_"),
-    "e2cp": MethodSpec("clustering.baselines:E2CP", ("pairwise",), "affinity_matrix_"),
-    "cop_kmeans": MethodSpec("clustering.baselines:COPKMeans", ("pairwise",), None),
-    "cop_rf": MethodSpec("clustering._cop_rf:COPRF", ("pairwise",), "affinity_matrix_", {
-        "constraint_scores": _split_by_kind("constraint_scores_"),
-        "constraint_selection_rate": _split_by_kind("constraint_selection_rate_"),
-        "constraint_coverage": _split_by_kind("constraint_coverage_"),
-        "dropped_constraints": _dropped_constraints,
-        "rca_features": _rca_features,
-    }),
-    "ccskl": MethodSpec("clustering._ccskl:CCSKL", ("pairwise",), "kernel_matrix_", {
-        "beta": "beta_", "eigenvalues": "eigenvalues_", "objective": "objective_",
-    }, factor_attr="embedding_"),
-    "dcrc": MethodSpec("clustering._dcrc:DCRC", ("triplets",), None, {
-        "probabilities": _probabilities, "n_iter": "n_iter_", "converged": "converged_",
-        "lower_bound": "lower_bound_",
-    }, model_attrs=("coef_", "intercept_", "mean_", "scale_", "n_clusters_")),
-    "recon": MethodSpec("clustering._recon:ReCon", ("triplets",), None, {
-        "children": "children_", "distances": "distances_", "linkage_matrix": "linkage_",
-        "newick": _newick, "outliers": "outliers_", "feasible": "feasible_",
-        "conflict": _triplet_rows("conflict_"),
-        "dropped_triplets": _triplet_rows("dropped_"), "cut_violations": _triplet_rows("cut_violations_"),
-    }, conflict_params={"keep": {"on_inconsistent": "repair"}},
-        triplet_row_diagnostics=("conflicting_triplets", "dropped_triplets", "cut_violations")),
+#: Extractor name -> ``factory(*args) -> extract(estimator, constraints)`` for card extras given as
+#: ``(name, *args)``.
+EXTRACTORS = {
+    "split_by_kind": _split_by_kind,
+    "triplet_rows": _triplet_rows,
+    "dropped_constraints": lambda: _dropped_constraints,
+    "rca_features": lambda: _rca_features,
+    "probabilities": lambda: _probabilities,
+    "newick": lambda: _newick,
 }
+
+
+def _extra(how):
+    return how if isinstance(how, str) else EXTRACTORS[how[0]](*how[1:])
+
+
+def spec_of(card):
+    """The :class:`MethodSpec` of a method card."""
+    return MethodSpec(card.estimator, card.inputs, card.matrix_attr,
+                      {key: _extra(how) for key, how in card.extras.items()},
+                      model_attrs=card.model_attrs, conflict_params=card.conflict_params,
+                      factor_attr=card.factor_attr, triplet_row_diagnostics=card.triplet_row_diagnostics)
+
+
+METHODS = {name: spec_of(card) for name, card in CARDS.items()}
 
 
 def build(method, *, n_clusters, params, random_state, callback=None, on_conflict="keep"):

@@ -45,10 +45,10 @@ from redis.exceptions import WatchError
 from . import stats
 from .config import PREFIX
 from .dataset_store import DatasetInUse
+from .records import ACTIVE as UNFINISHED_JOB_STATES
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
 from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_PENDING_LUA, TAKE_READY_LUA,
                               UNSENT_PASS_LUA, UPDATE_LUA, WITHDRAW_LUA)
-from .store import ACTIVE as UNFINISHED_JOB_STATES
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")

@@ -37,10 +37,12 @@ import time
 import redis
 import scipy.sparse as sp
 
-from . import liveness, stats
+from . import stats, tracking
+from .broker import enqueue_job_event
 from .config import PREFIX, Settings
 from .dataset_store import DatasetInUse, DatasetStoreMixin
-from .records import decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
+from .records import ACTIVE, decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
+from .session_store import refuse_if_in_use
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
@@ -48,7 +50,6 @@ StoreError = redis.RedisError
 TERMINAL = ("SUCCEEDED", "FAILED", "CANCELLED")
 #: Jobs whose first task was not sent yet: id -> creation time (:meth:`Store.mark_sent`).
 UNSENT = f"{PREFIX}jobs:unsent"
-ACTIVE = ("QUEUED", "RUNNING")
 #: How long an Idempotency-Key claim holds while its request runs (s): longer than gunicorn lets any
 #: request run (``service.gunicorn_conf.timeout``, 120 s), so the key never frees under a live request.
 PENDING_CLAIM_SECONDS = 180
@@ -91,7 +92,7 @@ class Store(DatasetStoreMixin):
         and it used to SCAN the whole key space for heartbeat keys. The
         heartbeats are in Redis server time (:func:`workers.liveness.beat`).
         """
-        now = liveness.server_time(self.r)
+        now = tracking.server_time(self.r)
         return sorted(m.decode() for m in self.r.zrangebyscore(f"{PREFIX}workers", f"({now}", "+inf"))
 
     # -------------------------------------------------------- idempotency keys
@@ -520,7 +521,7 @@ class Store(DatasetStoreMixin):
             "state": "RUNNING", "attempts": attempts, "started_at": utcnow_iso(now), "started_ts": now,
             "worker": worker, "start": token,
             "progress": {"fraction": 0.0, "stage": "starting", "message": f"attempt {attempts}"},
-        }, also=lambda pipe, before: liveness.track(pipe, worker, f"job:{jid}", task_id or ""), expect=unchanged)
+        }, also=lambda pipe, before: tracking.track(pipe, worker, f"job:{jid}", task_id or ""), expect=unchanged)
         if started is None and token is not None:  # redis-py ran the transaction again after losing its reply
             rec = self._read(jid)
             return rec if self._started_by(rec, token) else None
@@ -570,7 +571,7 @@ class Store(DatasetStoreMixin):
             return before.get("worker") is None and before.get("dispatch") == task_id
 
         def also(pipe, before):
-            liveness.track(pipe, worker, unit, new_task_id)
+            tracking.track(pipe, worker, unit, new_task_id)
             if before["state"] == "RUNNING":  # not counted again when only the sending is retried
                 stats.job_redispatched(pipe, before.get("method"))
 
@@ -616,7 +617,7 @@ class Store(DatasetStoreMixin):
 
         def also(pipe, before):
             stats.job_finished(pipe, before, state, now)
-            liveness.untrack(pipe, before.get("worker"), f"job:{jid}")
+            tracking.untrack(pipe, before.get("worker"), f"job:{jid}")
             pipe.zrem(UNSENT, jid)
             # in the same transaction: a caller that retries after losing the reply (workers.tasks.through_outage)
             # finds the job ended, and its keys must not be left without their expiry
@@ -647,8 +648,6 @@ class Store(DatasetStoreMixin):
         """
         if rec is None or not rec.get("callback_url"):
             return
-        from .submit import enqueue_job_event  # submit imports the Celery app; the store does not need it
-
         enqueue_job_event(self.settings, rec["id"], rec["callback_url"], job_event(rec))
 
     def delete_job(self, jid):
@@ -706,8 +705,6 @@ class Store(DatasetStoreMixin):
         bool
             True if the rows were deleted (or already gone), False if kept.
         """
-        from .session_store import refuse_if_in_use  # the session store imports this module
-
         try:
             self.delete_dataset(did, guard=refuse_if_in_use(self, did))
         except DatasetInUse:

@@ -6,23 +6,11 @@ sent by name through a producer-only Celery app.
 
 import logging
 
-from kombu.exceptions import OperationalError
-
-from .celery_app import make_celery
-
-#: Broker failures (Redis down while enqueueing), for the service's 503 handler.
-QueueError = OperationalError
+from .broker import QueueError, enqueue_job_event  # noqa: F401 - this module's interface
+from .broker import producer as _app
+from .records import problem
 
 log = logging.getLogger(__name__)
-
-_producer = None
-
-
-def _app(settings):
-    global _producer
-    if _producer is None or _producer.shoal_settings != settings:
-        _producer = make_celery(settings)
-    return _producer
 
 
 def send_job(settings, job_id, task_id):
@@ -72,8 +60,6 @@ def submit_job(store, **job):
         # the first dispatch's task id is the job id (the record's ``dispatch``, workers.liveness)
         send_job(store.settings, rec["id"], rec["dispatch"])
     except Exception:
-        from .records import problem
-
         store.finish_job(rec["id"], "FAILED", error=problem(
             "queue_unavailable", "Queue unavailable", 503, "the job could not be enqueued"))
         raise
@@ -82,32 +68,6 @@ def submit_job(store, **job):
     except Exception:  # noqa: BLE001 - queued all the same: the sweep re-dispatches it, its first task is dropped
         log.warning("job %s: sent, but not marked sent", rec["id"], exc_info=True)
     return rec
-
-
-def enqueue_job_event(settings, job_id, callback_url, event):
-    """Queue ``shoal.deliver_webhook`` (by name) for a job's ``callback_url``.
-
-    Used by :meth:`Store.announce_end` for jobs that end without a worker.
-
-    Parameters
-    ----------
-    settings : workers.config.Settings
-        Where the broker is.
-    job_id : str
-    callback_url : str
-        The job's checked ``callback_url``.
-    event : dict
-        The event to send (:func:`workers.records.job_event`).
-
-    Raises
-    ------
-    Nothing: a broker failure is logged, not raised; the job's end stands,
-    only its event is lost (polling stays the contract).
-    """
-    try:
-        _app(settings).send_task("shoal.deliver_webhook", args=[job_id, callback_url, event])
-    except Exception:  # noqa: BLE001 - see above
-        log.warning("job %s: ended, but its event could not be enqueued", job_id, exc_info=True)
 
 
 def start_session(session_store, session_id):
@@ -136,8 +96,6 @@ def start_session(session_store, session_id):
     try:
         send_session_update(session_store, session_id, session_id)
     except Exception:
-        from .records import problem
-
         session_store.update(session_id, state="FAILED", error=problem(
             "queue_unavailable", "Queue unavailable", 503, "the session's first pass could not be enqueued"))
         raise

@@ -618,7 +618,9 @@ def test_more_trees_than_the_rows_allow_are_refused_before_the_forest_grows(monk
 
 def test_the_wire_default_forest_fits_the_tree_rows_limit_on_cop_rf_max_samples():
     from clustering.validation import COP_RF_AUTO_MAX_SAMPLES, COP_RF_MAX_TREE_ROWS
-    from schemas.methods import COPRFParams
+    from service.methods import METHODS
+
+    COPRFParams = METHODS["cop_rf"]["params"]
 
     assert COPRFParams().load({})["n_estimators"] * COP_RF_AUTO_MAX_SAMPLES <= COP_RF_MAX_TREE_ROWS
 

@@ -5,7 +5,7 @@ import math
 import pytest
 from marshmallow import ValidationError
 
-from schemas.methods import METHODS
+from service.methods import METHODS
 from schemas.sessions import TripletParamsSchema, URASCParamsSchema
 
 SESSION_SCHEMAS = {"pairwise": URASCParamsSchema, "triplet": TripletParamsSchema}

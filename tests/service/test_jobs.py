@@ -7,6 +7,15 @@ from clustering.validation import DENSE_AFFINITY_LIMIT
 PROBLEM = "application/problem+json"
 
 
+def _set_option_limit(monkeypatch, method, params, value):
+    """Set the size limit of ``method``'s options ``params`` (its card's ``option_limits``) for one test."""
+    from clustering.cards import CARDS
+
+    for lim in CARDS[method].option_limits:
+        if lim.param in params:
+            monkeypatch.setattr(lim, "value", value)
+
+
 def submit(client, did, **kw):
     body = {"dataset_id": did, "method": "e2cp", "n_clusters": 3}
     body.update(kw)
@@ -343,11 +352,9 @@ def test_callback_to_a_public_host_is_accepted(store, blobs_dataset):
                                            ({"affinity_samples": "in_bag"}, "affinity_samples")])
 def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, blobs_dataset, monkeypatch,
                                                                         params, field):
-    import service.jobs
-
     did, X, _ = blobs_dataset
     assert submit(client, did, method="cop_rf", params=params).status_code == 202
-    monkeypatch.setattr(service.jobs, "DENSE_AFFINITY_LIMIT", len(X) - 1)
+    _set_option_limit(monkeypatch, "cop_rf", ("affinity_samples", "n_neighbors"), len(X) - 1)
     r = submit(client, did, method="cop_rf", params=params)
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert list(r.json["errors"]) == [f"/params/{field}"] and str(len(X)) in r.json["detail"]
@@ -356,10 +363,8 @@ def test_dense_only_cop_rf_option_on_a_dataset_above_the_limit_is_a_422(client, 
 
 def test_cop_rf_with_more_trees_than_the_rows_allow_is_a_422(client, blobs_dataset, monkeypatch):
     """rows x n_estimators stops at COP_RF_MAX_TREE_ROWS (every tree's leaf of every row is kept)."""
-    import service.jobs
-
     did, X, _ = blobs_dataset
-    monkeypatch.setattr(service.jobs, "COP_RF_MAX_TREE_ROWS", len(X) * 10 - 1)
+    _set_option_limit(monkeypatch, "cop_rf", ("n_estimators",), len(X) * 10 - 1)
     r = submit(client, did, method="cop_rf", params={"n_estimators": 10})
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert r.json["code"] == "dataset_too_large_for_option" and list(r.json["errors"]) == ["/params/n_estimators"]
@@ -369,11 +374,9 @@ def test_cop_rf_with_more_trees_than_the_rows_allow_is_a_422(client, blobs_datas
 
 def test_ccskl_sigma_select_on_a_dataset_above_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
     """sigma="select" (9 widths x 5 folds) stops at CCSKL_SELECT_MAX_SAMPLES rows; the other widths do not."""
-    import service.jobs
-
     did, X, _ = blobs_dataset
     assert submit(client, did, method="ccskl", params={"sigma": "select"}).status_code == 202
-    monkeypatch.setattr(service.jobs, "CCSKL_SELECT_MAX_SAMPLES", len(X) - 1)
+    _set_option_limit(monkeypatch, "ccskl", ("sigma",), len(X) - 1)
     r = submit(client, did, method="ccskl", params={"sigma": "select"})
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert r.json["code"] == "dataset_too_large_for_option" and list(r.json["errors"]) == ["/params/sigma"]
@@ -383,10 +386,8 @@ def test_ccskl_sigma_select_on_a_dataset_above_its_limit_is_a_422(client, blobs_
 
 
 def test_a_preset_too_large_for_the_dataset_points_at_the_preset(client, blobs_dataset, monkeypatch):
-    import service.jobs
-
     did, X, _ = blobs_dataset
-    monkeypatch.setattr(service.jobs, "DENSE_AFFINITY_LIMIT", len(X) - 1)
+    _set_option_limit(monkeypatch, "cop_rf", ("affinity_samples", "n_neighbors"), len(X) - 1)
     r = submit(client, did, method="cop_rf", preset="rca_filtered")
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert list(r.json["errors"]) == ["/preset"] and len(r.json["errors"]["/preset"]) == 2, r.json
@@ -401,15 +402,13 @@ def test_a_preset_too_large_for_the_dataset_points_at_the_preset(client, blobs_d
 
 
 def test_rca_on_a_dataset_wider_than_its_limit_is_a_422(client, blobs_dataset, monkeypatch):
-    import service.jobs
-
     did, X, _ = blobs_dataset
-    monkeypatch.setattr(service.jobs, "RCA_MAX_FEATURES", X.shape[1] - 1)
+    _set_option_limit(monkeypatch, "cop_rf", ("rca_components",), X.shape[1] - 1)
     r = submit(client, did, method="cop_rf", params={"rca_components": "all"})
     assert r.status_code == 422 and r.mimetype == PROBLEM
     assert list(r.json["errors"]) == ["/params/rca_components"] and str(X.shape[1]) in r.json["detail"]
     assert submit(client, did, method="cop_rf").status_code == 202
-    monkeypatch.setattr(service.jobs, "RCA_MAX_FEATURES", X.shape[1])
+    _set_option_limit(monkeypatch, "cop_rf", ("rca_components",), X.shape[1])
     assert submit(client, did, method="cop_rf", params={"rca_components": 1}).status_code == 202
 
 
@@ -440,7 +439,7 @@ def test_catalogue_shows_each_method_row_limit(client):
 
 @pytest.mark.parametrize("method", ["e2cp", "cop_rf"])
 def test_a_dataset_over_the_method_row_limit_is_refused_and_one_at_it_is_accepted(store, method):
-    from schemas.methods import METHODS
+    from service.methods import METHODS
 
     limit = METHODS[method]["max_samples"]
     client, over = _rows_dataset(store, limit + 1)
@@ -462,7 +461,7 @@ def test_a_dataset_over_the_method_row_limit_is_refused_and_one_at_it_is_accepte
 def test_e2cp_constraints_naming_too_many_rows_are_refused_at_submission(store):
     """E2CP's two n x c propagation factors: rows x constrained rows is bounded before the job is queued
     (refused by fit on the worker otherwise); at the bound it is accepted."""
-    from schemas.methods import METHODS
+    from service.methods import METHODS
 
     limit = METHODS["e2cp"]["max_propagation"]
     n = METHODS["e2cp"]["max_samples"]
@@ -482,7 +481,7 @@ def test_spectral_learning_closure_over_its_limit_is_refused_at_submission(clien
     """closure=true overwrites every pair inside a must-link group and between cannot-linked groups:
     above max_closure_pairs (GET /v1/methods) a 422 at /params/closure before the job is queued;
     at the limit, or with closure=false, the same constraints are accepted."""
-    from schemas.methods import METHODS
+    from service.methods import METHODS
 
     did, _, _ = blobs_dataset
     # groups 0..9 and 20..29 by chained must-links (45 pairs each), one cannot-link between them (100)
@@ -503,7 +502,7 @@ def test_spectral_learning_closure_over_its_limit_is_refused_at_submission(clien
 def test_the_row_limit_comes_before_a_preset_option_limit(store):
     """rca_filtered's dense options stop at 3000 rows; on a dataset over cop_rf's own limit the
     client is told that no option of cop_rf runs there."""
-    from schemas.methods import METHODS
+    from service.methods import METHODS
 
     limit = METHODS["cop_rf"]["max_samples"]
     client, over = _rows_dataset(store, limit + 1)
