@@ -39,7 +39,7 @@ LAYERS = {
         {"workers.store", "workers.session_store", "workers.dataset_store", "workers.tracking"},
         # below the records: the broker's configuration and producer, record encoding, settings, helpers
         {"workers.broker", "workers.records", "workers.session_scripts", "workers.stats", "workers.config",
-         "workers.callbacks", "workers.crowd", "workers.registry", "workers"},
+         "workers.callbacks", "workers.crowd", "workers.registry", "workers.projection", "workers"},
     ],
     "clustering": [
         {"*"},  # the methods (estimators and their private modules) and the package's public names
