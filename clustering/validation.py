@@ -97,7 +97,7 @@ SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 25_000_000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
 ACTIVE_MIN_SAMPLES = 3
-# Relevant components (clustering._rca) solve a dense (d, d) generalised eigenproblem:
+# Relevant components (clustering._cop_rf._rca) solve a dense (d, d) generalised eigenproblem:
 # 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
 RCA_MAX_FEATURES = 2000
 # Largest magnitude of a data value. Finite values near float64's limit (1.8e308) overflow as soon

@@ -3,13 +3,13 @@
 The grown trees are applied to every row (leaf ids), and leaf co-occurrence
 gives the affinity (``specs/cop_rf.md`` §4.6): dense counts, in-bag
 normalised counts, or the top-k neighbours without the dense matrix. Compiled
-with numba like the tree-growing kernels of :mod:`clustering._cop_rf_kernels`
+with numba like the tree-growing kernels of :mod:`clustering._cop_rf._kernels`
 (same :func:`clustering._numba.njit`: plain Python without numba). Inputs are assumed valid.
 """
 
 import numpy as np
 
-from ._numba import njit
+from .._numba import njit
 
 
 @njit(cache=True, nogil=True)

@@ -1,7 +1,7 @@
 """Numeric kernels that grow COP-RF's trees (unchecked; see :mod:`clustering._cop_rf`).
 
 Applying the trees and turning leaf co-occurrence into an affinity:
-:mod:`clustering._cop_rf_affinity`.
+:mod:`clustering._cop_rf._affinity`.
 
 Every function here is plain numpy-subset Python compiled with numba
 (``cache=True, nogil=True``, through :func:`clustering._numba.njit`) when numba
@@ -23,7 +23,7 @@ Conventions (``specs/cop_rf.md``):
 
 import numpy as np
 
-from ._numba import njit
+from .._numba import njit
 
 
 # A split must improve the Gini impurity by more than this (CR-7 "> 0";

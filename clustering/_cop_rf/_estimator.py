@@ -8,9 +8,9 @@ the root split less. The forest affinity feeds a kNN graph and
 Ng-Jordan-Weiss spectral clustering.
 
 Implementation spec: ``shared/specs/cop_rf.md`` (equations CR-1..CR-17,
-algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf_kernels`
-(growing) and :mod:`clustering._cop_rf_affinity` (leaves, affinity, neighbours),
-the tree growing and the forest affinity in :mod:`clustering._cop_rf_forest`.
+algorithm §4). The numeric kernels live in :mod:`clustering._cop_rf._kernels`
+(growing) and :mod:`clustering._cop_rf._affinity` (leaves, affinity, neighbours),
+the tree growing and the forest affinity in :mod:`clustering._cop_rf._forest`.
 """
 
 import math
@@ -23,17 +23,17 @@ from joblib import Parallel, delayed, effective_n_jobs, parallel_config
 from sklearn.base import BaseEstimator, ClusterMixin
 from threadpoolctl import threadpool_limits
 
-from . import _cop_rf_kernels as _k
-from ._cop_rf_forest import _grow_batch, constraint_scores, forest_knn_graph
-from ._constraints import PairwiseConstraints, check_pairwise
-from ._metrics import constraint_satisfaction, violated_constraints
-from ._numba import HAVE_NUMBA
-from ._params import Interval, Options, validate_params
+from . import _kernels as _k
+from ._forest import _grow_batch, constraint_scores, forest_knn_graph
+from .._constraints import PairwiseConstraints, check_pairwise
+from .._metrics import constraint_satisfaction, violated_constraints
+from .._numba import HAVE_NUMBA
+from .._params import Interval, Options, validate_params
 from ._rca import check_n_features as check_rca_features
 from ._rca import rca_components
-from ._spectral import kmeans_labels, njw_embedding
-from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import (
+from .._spectral import kmeans_labels, njw_embedding
+from ..exceptions import ConstraintWarning, InvalidInputError
+from ..validation import (
     COP_RF_AUTO_MAX_SAMPLES,
     COP_RF_MAX_TREE_ROWS,
     DENSE_AFFINITY_LIMIT,
@@ -160,7 +160,7 @@ class COPRF(ClusterMixin, BaseEstimator):
     rca_components : None, "all" or int, default=None
         [extension, not in the paper] Grow the trees on the data plus
         c relevant-component features learned from the must-links
-        (:func:`clustering._rca.rca_components`: the generalised
+        (:func:`clustering._cop_rf._rca.rca_components`: the generalised
         eigenvectors of the data covariance against the must-link
         difference covariance, Bar-Hillel et al. 2005), so that axis-aligned
         splits can also cut along the directions where the constraints say

@@ -19,8 +19,8 @@ where the constraints say the classes part.
 import numpy as np
 from scipy.linalg import eigh
 
-from .exceptions import InvalidInputError
-from .validation import RCA_MAX_FEATURES as MAX_FEATURES
+from ..exceptions import InvalidInputError
+from ..validation import RCA_MAX_FEATURES as MAX_FEATURES
 
 __all__ = ["rca_components", "check_n_features", "DEFAULT_SHRINKAGE", "MAX_FEATURES"]
 

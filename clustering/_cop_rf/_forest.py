@@ -6,7 +6,7 @@ with the root filter's constraint scores (averaged over the forest, CR-15),
 and the forest affinity from leaf ids and its kNN graph (CR-9, CR-10): dense
 co-occurrence counts, the in-bag affinity, or the top-k neighbours without the
 dense matrix (§4.6). The numeric kernels are in
-:mod:`clustering._cop_rf_kernels` (growing) and :mod:`clustering._cop_rf_affinity`
+:mod:`clustering._cop_rf._kernels` (growing) and :mod:`clustering._cop_rf._affinity`
 (leaves and affinity).
 """
 
@@ -16,8 +16,8 @@ import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
 
-from . import _cop_rf_affinity as _a
-from . import _cop_rf_kernels as _k
+from . import _affinity as _a
+from . import _kernels as _k
 
 
 def _grow_batch(X, Xt, lo, hi, e0, e1, kind, seeds, s):
