@@ -15,10 +15,10 @@ import scipy.sparse as sp
 from sklearn.utils import check_random_state
 
 from ._certain_sets import _seed
-from ._params import Interval, validate_params
-from ._urasc_graph import _read_only
-from .exceptions import InvalidInputError
-from .validation import ACTIVE_MIN_SAMPLES, check_data, check_urasc_n_clusters
+from .._params import Interval, validate_params
+from ._base_graph import _read_only
+from ..exceptions import InvalidInputError
+from ..validation import ACTIVE_MIN_SAMPLES, check_data, check_urasc_n_clusters
 
 STATE_VERSION = 1
 

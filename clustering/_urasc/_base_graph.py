@@ -17,15 +17,15 @@ import hashlib
 import numpy as np
 import scipy.sparse as sp
 
-from ._graph import (
+from .._graph import (
     add_gaussian_edges,
     component_bridges,
     gaussian_affinity,
     knn_distances,
     self_tuning_knn_graph,
 )
-from .exceptions import InvalidInputError
-from .validation import check_data
+from ..exceptions import InvalidInputError
+from ..validation import check_data
 
 # [deviation from spec §5: dense up to 5000] above this n the base graph is the
 # symmetric kNN graph (k = n_neighbors), so that one round (eigsh + k-means +

@@ -16,7 +16,7 @@ from sklearn.metrics import euclidean_distances, pairwise_distances_argmin_min
 from sklearn.mixture import GaussianMixture
 
 from ._certain_sets import _seed
-from ._graph import degrees, knn_distances
+from .._graph import degrees, knn_distances
 
 # explore="auto" under "verify": every round from this many clusters once answers contradict the sets
 _EXPLORE_ALL_FROM_K = 4

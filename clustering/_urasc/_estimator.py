@@ -15,10 +15,10 @@ session as plain JSON (lists of ints / floats / strings, no pickle).
 
 This module holds the estimator, its ask/tell loop and its outputs; the
 certain-sample sets live in ``_certain_sets.py``, the question selection
-(uncertainty-reduction score, exploration) in ``_urasc_selection.py``, the
+(uncertainty-reduction score, exploration) in ``_selection.py``, the
 spectral learning with the answers (constrained graph, eigenpairs, labels) in
-``_urasc_spectral.py``, the base graph W0 in ``_urasc_graph.py`` and the
-session state (initialisation, save / restore) in ``_urasc_state.py``, as
+``_spectral_learning.py``, the base graph W0 in ``_base_graph.py`` and the
+session state (initialisation, save / restore) in ``_state.py``, as
 mixins of :class:`URASC`.
 """
 
@@ -30,13 +30,13 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 
 from ._certain_sets import _DK, _NO, _PARALLEL_CHECKS, _YES, CertainSetsMixin
-from ._graph import n_connected_components
-from ._params import Interval, Options
-from ._urasc_graph import BaseGraphMixin
-from ._urasc_selection import QuerySelectionMixin, eigenvector_derivative
-from ._urasc_spectral import SpectralLearningMixin
-from ._urasc_state import SessionStateMixin
-from .exceptions import InvalidInputError
+from .._graph import n_connected_components
+from .._params import Interval, Options
+from ._base_graph import BaseGraphMixin
+from ._selection import QuerySelectionMixin, eigenvector_derivative
+from ._spectral_learning import SpectralLearningMixin
+from ._state import SessionStateMixin
+from ..exceptions import InvalidInputError
 
 __all__ = ["URASC", "eigenvector_derivative"]
 

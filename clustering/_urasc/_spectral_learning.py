@@ -14,8 +14,8 @@ from scipy.sparse.linalg import ArpackNoConvergence, cg, eigsh, spsolve
 from threadpoolctl import threadpool_limits
 
 from ._certain_sets import _DK, _NO, _YES, _seed
-from ._graph import discriminant_knn_graph, normalized_adjacency
-from ._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
+from .._graph import discriminant_knn_graph, normalized_adjacency
+from .._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
 
 _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by default
 _SPREAD_DIRECT_LIMIT = 5000  # label spreading: sparse direct solve up to this n, CG above
@@ -183,7 +183,7 @@ class SpectralLearningMixin:
         """q smallest eigenpairs of the chosen Laplacian problem (ascending)."""
         n = self._n
         if self.laplacian == "unnormalized":
-            from ._spectral import additive_embedding
+            from .._spectral import additive_embedding
 
             Vv, mu = additive_embedding(W, q, random_state=seed)
             d = np.asarray(W.sum(axis=1)).ravel()
