@@ -8,7 +8,7 @@ relative constraints as ``triplets`` (t, 3) and ``triplet_answer`` (t,) in
 {+1 yes, -1 no, 0 don't know}.
 """
 
-from ._active_dcrc import ActiveDCRC
+from ._dcrc import ActiveDCRC
 from ._ccskl import CCSKL
 from ._cop_rf import COPRF
 from ._dcrc import DCRC

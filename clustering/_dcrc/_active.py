@@ -35,10 +35,10 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.exceptions import NotFittedError
 from sklearn.neighbors import NearestNeighbors
 
-from ._dcrc import DCRC, check_start_weights
-from ._params import Interval, Options, validate_params
-from .exceptions import InvalidInputError
-from .validation import check_data, check_n_clusters, check_triplets
+from ._estimator import DCRC, check_start_weights
+from .._params import Interval, Options, validate_params
+from ..exceptions import InvalidInputError
+from ..validation import check_data, check_n_clusters, check_triplets
 
 STATE_VERSION = 2  # 2 adds the warm-start weights; 1 is still read
 

@@ -7,7 +7,7 @@ channel of rate ``epsilon``, plus a cluster-separation (conditional entropy)
 and an optional cluster-balance (marginal entropy) term.
 
 Implementation spec: ``shared/specs/dcrc.md`` (equation tags DC-1 ... DC-18).
-The E-step, the lower bound and its gradient live in :mod:`clustering._dcrc_em`.
+The E-step, the lower bound and its gradient live in :mod:`clustering._dcrc._em`.
 """
 
 import numbers
@@ -20,8 +20,8 @@ from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 from threadpoolctl import threadpool_limits
 
-from ._constraints import check_triplet_constraints
-from ._dcrc_em import (
+from .._constraints import check_triplet_constraints
+from ._em import (
     _HARD_EPS,
     DNK,
     NO,
@@ -37,9 +37,9 @@ from ._dcrc_em import (
     _workspace,
     _log_softmax,
 )
-from ._params import Interval, Options, validate_params
-from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import (
+from .._params import Interval, Options, validate_params
+from ..exceptions import ConstraintWarning, InvalidInputError
+from ..validation import (
     MAX_ABS_VALUE,
     check_data,
     check_magnitude,
