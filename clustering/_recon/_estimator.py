@@ -3,7 +3,7 @@
 Implements ``shared/specs/recon.md`` (Liu, Zhang, Wang, KDD 2011): the
 estimator, with feasibility and repair of the answered triplets
 (:mod:`clustering._relative`, RC-1, RC-5), the agglomeration and flat cut
-(:mod:`clustering._recon_linkage`, §4.3 - §4.5) and Newick output.
+(:mod:`clustering._recon._linkage`, §4.3 - §4.5) and Newick output.
 """
 
 import math
@@ -14,9 +14,9 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._params import Interval, Options, validate_params
-from ._recon_linkage import _flat_cut, _recon_linkage, _resolved_counts
-from ._relative import (
+from .._params import Interval, Options, validate_params
+from ._linkage import _flat_cut, _recon_linkage, _resolved_counts
+from .._relative import (
     _build,
     _consistent,
     _minimal_conflict,
@@ -24,8 +24,8 @@ from ._relative import (
     check_feasibility,
     relative_from_answers,
 )
-from .exceptions import InfeasibleConstraintsError, InvalidInputError
-from .validation import check_data, check_magnitude, check_triplets
+from ..exceptions import InfeasibleConstraintsError, InvalidInputError
+from ..validation import check_data, check_magnitude, check_triplets
 
 __all__ = ["ReCon"]
 

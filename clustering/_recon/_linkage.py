@@ -13,8 +13,8 @@ import numpy as np
 from scipy.spatial.distance import cdist
 
 from ._hierarchy import _triplet_lcas, partition_satisfies
-from ._relative import _build, _root_labels
-from .exceptions import InfeasibleConstraintsError, InvalidInputError
+from .._relative import _build, _root_labels
+from ..exceptions import InfeasibleConstraintsError, InvalidInputError
 
 
 # ---------------------------------------------------------------------------
@@ -59,7 +59,7 @@ class _BuildTree:
 
     Leaves are cluster slots (< n), internal nodes have ids >= n. After a
     compatible merge of i and j the new BUILD tree differs from the old one
-    only locally (module notes in ``_recon_linkage``), so it is updated in
+    only locally (module notes in ``_linkage``), so it is updated in
     place instead of re-running BUILD on every triplet.
     """
 
