@@ -153,7 +153,7 @@ def _save_step(method, est, n):
 
 def _lift_row_limits():
     """The probes measure past the row limits that ``fit`` enforces (they are what the probes find)."""
-    from clustering import _ccskl
+    from clustering._ccskl import _estimator as _ccskl
     from clustering._cop_rf import _estimator as _cop_rf
     from clustering.baselines import _e2cp, _spectral_learning
 

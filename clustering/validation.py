@@ -84,7 +84,7 @@ COP_RF_MAX_TREE_ROWS = 25_000_000
 # 156 s / 0.75 GiB at 20000 (one fit at sigma = r: 2.3 s and 12.8 s). Its narrowest width, 0.1 r,
 # nearly cuts the graph (the 20 smallest Laplacian eigenvalues below 1.1e-8); shift-invert at
 # -1e-3 restarted without end there (not finished in 900 s at 10000 rows before the shift ladder of
-# clustering._ccskl_qp). Above 20000 rows that ladder's sparse LU (0.7 GiB at 20000, about 4x per
+# clustering._ccskl._qp). Above 20000 rows that ladder's sparse LU (0.7 GiB at 20000, about 4x per
 # doubling) is not tried and the narrow widths would get LOBPCG's approximate eigenvectors: not
 # measured, so the limit stays at the largest size measured; sigma="auto" or a number has no limit.
 CCSKL_SELECT_MAX_SAMPLES = 20000

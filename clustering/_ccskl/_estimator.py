@@ -8,7 +8,7 @@ as close as possible to the ideal kernel on the constrained pairs. The convex
 QP (Eqs. 9-16 of the paper) is solved exactly as a non-negative least-squares
 problem in the increments ``delta`` (``beta = U delta``, spec C11); the rows
 of ``F diag(beta)^{1/2}`` are then clustered with k-means (C12). The
-spectral basis and the QP live in :mod:`clustering._ccskl_qp`.
+spectral basis and the QP live in :mod:`clustering._ccskl._qp`.
 """
 
 import numbers
@@ -21,7 +21,7 @@ from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, ClusterMixin
 from sklearn.utils import check_random_state
 
-from ._ccskl_qp import (
+from ._qp import (
     _balance_rows,
     _beta_from_delta,
     _laplacian_eigenpairs,
@@ -30,8 +30,8 @@ from ._ccskl_qp import (
     _solve_delta,
     _target_rows,
 )
-from ._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
-from ._graph import (
+from .._constraints import CANNOT_LINK, MUST_LINK, check_pairwise, transitive_closure
+from .._graph import (
     add_gaussian_edges,
     component_bridges,
     degrees,
@@ -40,10 +40,10 @@ from ._graph import (
     kth_neighbor_sigma,
     normalized_adjacency,
 )
-from ._params import Interval, Options, validate_params
-from ._spectral import kmeans_labels, kmeans_labels_by_constraints
-from .exceptions import ConstraintWarning, InvalidInputError
-from .validation import CCSKL_SELECT_MAX_SAMPLES, check_affinity, check_data, check_magnitude, check_n_clusters
+from .._params import Interval, Options, validate_params
+from .._spectral import kmeans_labels, kmeans_labels_by_constraints
+from ..exceptions import ConstraintWarning, InvalidInputError
+from ..validation import CCSKL_SELECT_MAX_SAMPLES, check_affinity, check_data, check_magnitude, check_n_clusters
 
 __all__ = ["CCSKL"]
 
@@ -117,7 +117,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         (``bench/scale_limits.py``). The narrowest width nearly cuts the
         graph; its eigenpairs come from a smaller shift-invert shift than the
         others' (``sigma_selection["eigen_solvers"]``; see
-        ``clustering._ccskl_qp._laplacian_eigenpairs``). Before that ladder it
+        ``clustering._ccskl._qp._laplacian_eigenpairs``). Before that ladder it
         did not finish in 900 s at 10000 rows. Above 1000 samples a width
         whose graph has more than m groups of samples cut off to rounding
         (m eigenvalues 0, any m of the groups' indicators an equally exact
@@ -375,7 +375,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
     def _closure(self, pairs, kind, weight, n):
         ml = pairs[kind == MUST_LINK]
         cl = pairs[kind == CANNOT_LINK]
-        from ._constraints import must_link_components
+        from .._constraints import must_link_components
 
         _, comp = must_link_components(ml, n)
         sizes = np.bincount(comp)

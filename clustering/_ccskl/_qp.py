@@ -15,9 +15,9 @@ from scipy.sparse.csgraph import connected_components
 from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 from sklearn.utils import check_random_state
 
-from ._constraints import MUST_LINK
-from ._graph import degrees, normalized_adjacency
-from ._spectral import (
+from .._constraints import MUST_LINK
+from .._graph import degrees, normalized_adjacency
+from .._spectral import (
     SPARSE_ARPACK_MAXITER,
     fix_signs,
     lanczos_top_eigenvectors,
