@@ -287,7 +287,7 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--as-bytes", type=int, default=8_000_000_000)
     ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("--out", default=None, help="JSON file; existing entries of other probes are kept")
+    ap.add_argument("--out", default="bench/results/scale_limits.json", help="JSON file; existing entries of other probes are kept")
     ap.add_argument("--table", default=None, metavar="JSON", help="print the markdown table of a results file")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--base", action="store_true", help=argparse.SUPPRESS)
