@@ -218,7 +218,7 @@ class CertainSetsMixin:
         Segment, K unknown, B = 10, 20 trials, ARI at 200 (noise-free / 10%
         wrong answers): .679 / .492 before, .728 / .500 with it; with 1
         refusal and 3 questions .708 / .508, 2 refusals and 1 question .696 /
-        .489 (bench/active_history.md, tenth stop). Iris, wine, ionosphere
+        .489 (bench/history.md, "batch fan-out"). Iris, wine, ionosphere
         and wdbc (20 trials) move by at most .02.
 
         Returns
@@ -294,7 +294,7 @@ class CertainSetsMixin:
         questions and the check questions merges more, and wrongly too
         (ionosphere, K unknown, 10% wrong answers, 20 trials, ARI at 200:
         B = 10 .713 -> .661, two runs merged both classes; sequential .812 ->
-        .803; bench/active_history.md, sixteenth stop). Otherwise one more
+        .803; bench/history.md, "set-check rule search"). Otherwise one more
         question, from a later member not yet checked against o to o's founder
         or, if asked, the unasked member of o most similar to that founder.
         Once every later member has answered, a "yes" lead at most 2 short of
@@ -316,7 +316,7 @@ class CertainSetsMixin:
         check answer and is never merged before the budget ends (wdbc, B =
         10, 10% wrong answers: 6 of 20 runs ended with such a set). Both
         together: ARI at 200, 20 trials, ionosphere .721 -> .788, wdbc .822 ->
-        .899 (bench/active_history.md, twentieth stop).
+        .899 (bench/history.md, "set checks over the older set").
 
         Parameters
         ----------

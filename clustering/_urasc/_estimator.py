@@ -176,7 +176,7 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         questions .575 -> .62 over the protocol's 5 trials), 0 under
         ``"robust"`` (not measured) and with two sets (a one-dimensional
         discriminant space: with it ionosphere's noisy ARI at 200 fell .81 ->
-        .75). Evidence: bench/active_history.md.
+        .75). Evidence: bench/history.md.
     explore : "auto" or float in [0, 1], default="auto"
         Exploration rounds (extension, not in the paper): a round that
         explores questions the uncertain sample farthest (in X; in the
@@ -203,7 +203,7 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         first when it is the most similar (sequentially both are no-ops).
         Evidence, K known, segment, ARI at 50/100 questions (5 trials):
         .31/.31 without exploration, .46/.57 with it; the other measurements
-        are in bench/active_history.md, "URASC's defaults: the evidence".
+        are in bench/history.md, "URASC's defaults: the evidence".
     affinity : {"rbf", "precomputed"}, default="rbf"
         "precomputed": ``X`` is the (n, n) base similarity W0 itself
         (symmetric, entries in [0, 1]).
@@ -275,7 +275,7 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         batch per question. [deviation
         from U14, U15 and §7.10 / §8.2 invariant 9: a recorded answer can
         disagree with the sets (it was outvoted), and sets can merge.]
-        Evidence: bench/active_history.md.
+        Evidence: bench/history.md.
     seed_sample : int or None, default=None
         First certain sample; None = drawn from ``random_state``.
     random_state : int, RandomState or None, default=None
@@ -369,7 +369,7 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
     exactly that would keep 0.85 on segment (a guide, not a proof). Its noise-free cost is at 50
     questions on segment (.29 against .61), so "sets" stays the default.
     The numbers: bench/README.md, "Active questions"; every rule tried,
-    kept or dropped, with its measurements: bench/active_history.md.
+    kept or dropped, with its measurements: bench/history.md.
 
     References
     ----------

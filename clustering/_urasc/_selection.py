@@ -398,11 +398,11 @@ class QuerySelectionMixin:
         and the 2-dimensional embedding puts samples of several classes on
         one point, so the top-scored candidates of a batch all came from one
         region (segment, trial 0, "verify": the first batch's six scored
-        picks were all of one class). Measured in X (``bench/active_history.md``,
-        nineteenth stop): segment, K unknown, B = 10, "verify", 20 trials,
+        picks were all of one class). Measured in X (``bench/history.md``,
+        "batch diversity in X"): segment, K unknown, B = 10, "verify", 20 trials,
         noise-free ARI at 200 .728 -> .757, ionosphere .879 -> .915; the
         embedding with 10 or 20 eigenvectors had not helped (.705 / .708,
-        seventeenth stop)."""
+        "fresh-trial check")."""
         if self._X is not None:
             return self._X
         return self._V[:, :int(min(self._K, self._n - 1))]

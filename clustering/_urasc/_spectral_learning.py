@@ -20,8 +20,8 @@ from .._spectral import full_generalized_embedding, generalized_embedding, kmean
 _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by default
 _SPREAD_DIRECT_LIMIT = 5000  # label spreading: sparse direct solve up to this n, CG above
 # discriminant_weight="auto" by k_growth, once there are three or more certain
-# sets (bench/active_history.md: "verify" at the ninth stop, "sets" at the
-# twenty-first); "robust" was never measured with it and keeps W^t alone.
+# sets (bench/history.md: "verify" in "second spreading graph", "sets" in
+# "discriminant graph under the paper's rule"); "robust" was never measured with it and keeps W^t alone.
 _AUTO_DISCRIMINANT_WEIGHT = {"verify": 0.5, "sets": 0.3}
 
 
