@@ -185,29 +185,18 @@ _A = "python -m bench.active"
 FILES = {
     "passive.json": ("passive pairwise protocol, every method and dataset, clean and 15% flipped",
                      "python -m bench.passive --methods M --datasets D --merge"),
-    "active.json": ("active pairwise protocol (K known / unknown, noise 0 / 2% / 10%, ablations, B = 10, letter)",
-                    f"{_A} --configs final ... --out P; {_A} --merge P ... --out bench/results/active.json"),
+    "active.json": ("active pairwise protocol (K known / unknown, noise 0 / 2% / 10%, ablations, B = 10)",
+                    f"{_A} --configs final --out P; {_A} --merge bench/results/active.json P "
+                    "--out bench/results/active.json"),
     "active_verify.json": ("active protocol under k_growth='verify' (noise 0 / 10%, K known / unknown)",
-                           f"{_A} --configs verify --out bench/results/active_verify.json"),
+                           f"{_A} --configs verify --out P; {_A} --merge bench/results/active_verify.json P "
+                           "--out bench/results/active_verify.json"),
     "active_crowd.json": ("active protocol with three answers per question (majority vote, 10% wrong per worker)",
-                          f"{_A} --configs crowd --out bench/results/active_crowd.json"),
-    "active_unknown.json": ("K unknown rows (iris, wine, ionosphere, wdbc), merged into active.json",
-                            f"{_A} --configs final --k-mode unknown"),
-    "active_unknown_segment.json": ("K unknown rows of segment, merged into active.json",
-                                    f"{_A} --configs final_main --k-mode unknown --datasets segment"),
-    "active_known.json": ("K known rows (iris, wine, ionosphere, wdbc), merged into active.json",
-                          f"{_A} --configs final --k-mode known"),
-    "active_known_segment.json": ("K known rows of segment, merged into active.json",
-                                  f"{_A} --configs final_main --k-mode known --datasets segment"),
+                          f"{_A} --configs crowd --out P; {_A} --merge bench/results/active_crowd.json P "
+                          "--out bench/results/active_crowd.json"),
     "active_known_segment_t5-19.json": ("segment, K known, URASC+N, trials 5-19 (20 trials with active.json's 0-4)",
                                         f"{_A} --configs final_main --methods URASC+N --k-mode known "
                                         "--datasets segment --trials 15 --trial-start 5"),
-    "active_noise_segment.json": ("segment's noisy rows, merged into active.json",
-                                  f"{_A} --configs final_noise --datasets segment"),
-    "active_ablations_a.json": ("ablations URASC+P / -GO / -NO / -PO on iris, ionosphere, merged into active.json",
-                                f"{_A} --methods URASC+P,URASC-GO,URASC-NO,URASC-PO --configs main --k-mode unknown"),
-    "active_ablations_b.json": ("the same ablations on wine, wdbc", "as active_ablations_a.json"),
-    "active_ablations_segment.json": ("the same ablations on segment", "as active_ablations_a.json"),
     "active_letter.json": ("next-batch latency on letter (20000 rows), unlimited BLAS threads",
                            f"{_A} --letter-only --out bench/results/active_letter.json"),
     "active_letter_1thread.json": ("the same with one BLAS thread (as the workers run)",
@@ -217,19 +206,8 @@ FILES = {
     "active_letter_busy_1thread.json": ("letter latency on a loaded machine, one BLAS thread",
                                         f"OPENBLAS_NUM_THREADS=1 {_A} --letter-only "
                                         "--out bench/results/active_letter_busy_1thread.json"),
-    "active_verify5.json": ("verify rows of iris, wine, ionosphere, wdbc (5 trials), an input of active_verify.json",
-                            f"{_A} --configs verify --datasets iris,wine,ionosphere,wdbc --trials 5"),
-    "active_verify_segment.json": ("verify rows of segment (5 trials), an input of active_verify.json",
-                                   f"{_A} --configs verify --datasets segment --trials 5"),
     "active_verify_iono_t5-9.json": ("verify rows of ionosphere, trials 5-9",
                                      f"{_A} --configs verify --datasets ionosphere --trials 5 --trial-start 5"),
-    "active_verify_segment_t5-9.json": ("verify rows of segment, trials 5-9",
-                                        f"{_A} --configs verify --datasets segment --trials 5 --trial-start 5"),
-    "active_verify_segment_t10-19.json": ("sequential verify rows of segment, trials 10-19",
-                                          f"{_A} --configs verify --methods URASC+N/verify --datasets segment "
-                                          "--trials 10 --trial-start 10"),
-    "active_verify_b10_t0-19.json": ("verify rows in batches of 10, 20 trials, every dataset",
-                                     f"{_A} --configs verify_unknown --methods URASC+N/verify/B10 --trials 20"),
     "active_verify_segment20.json": ("segment, K unknown, sequential verify rows, 20 trials",
                                      f"{_A} --configs verify_unknown --methods URASC+N/verify --datasets segment "
                                      "--trials 20"),
@@ -240,15 +218,9 @@ FILES = {
     "active_verify_b10_segment40.json": ("segment, verify rows in batches of 10, 40 trials",
                                          f"{_A} --configs verify --methods URASC+N/verify/B10 --datasets segment "
                                          "--trials 40"),
-    "active_verify_explore_segment20.json": ("segment, K unknown, sequential verify rows with exploration from "
-                                             "4 sets, 20 trials", f"{_A} --configs verify_unknown "
-                                             "--methods URASC+N/verify --datasets segment --trials 20"),
-    "active_verify_gate_segment20.json": ("segment, every verify row with exploration once answers contradict "
-                                          "the sets, 20 trials",
-                                          f"{_A} --configs verify --datasets segment --trials 20"),
     "active_noise_information.json": ("information an answer carries at 10% noise, from active_verify.json",
                                       "python -m bench.active_noise_information"),
-    "active_noise_information_segment20.json": ("the same from active_verify_segment20.json",
+    "active_noise_information_segment20.json": ("the same from active_verify_segment20.json (segment, 20 trials)",
                                                 "python -m bench.active_noise_information --inp "
                                                 "bench/results/active_verify_segment20.json --out "
                                                 "bench/results/active_noise_information_segment20.json"),
