@@ -295,7 +295,7 @@ def noise_ratios(summary, budget):
 
     The standard error of the ratio is the first-order one of independent trials,
     ``ratio * sqrt((se_noisy / noisy)^2 + (se_free / free)^2)``. Five trials leave about
-    ±.05 on segment's ratio (bench/active_history.md, "tenth stop").
+    ±.05 on segment's ratio (bench/history.md, "batch fan-out").
 
     Returns
     -------

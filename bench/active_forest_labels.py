@@ -4,7 +4,7 @@ URASC chooses the questions as in :mod:`bench.active` (same oracle stream, same 
 budget, COP-RF (Zhu et al. 2013, with its noisy-constraint filtering) is fitted on the told answers
 (each one must-link or cannot-link; "don't know" left out) with ``n_clusters`` = URASC's number of
 clusters, and both label sets are scored against the ground truth. The finding
-(bench/active_history.md, fourth stop) is why Shoal does not offer this: it helps segment and hurts
+(bench/history.md, "COP-RF final-labels trial") is why Shoal does not offer this: it helps segment and hurts
 ionosphere.
 
     python -m bench.active_forest_labels --datasets segment --trials 5 --out bench/results/active_forest_labels.json

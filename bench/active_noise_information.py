@@ -86,7 +86,7 @@ def analyse(summary, budgets, eps=0.1, at=200):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--inp", default=DEFAULT_IN, help="a bench.active results file with noise 0 and 0.1 rows")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default="bench/results/active_noise_information.json")
     args = ap.parse_args(argv)
     with open(args.inp) as fh:
         data = json.load(fh)

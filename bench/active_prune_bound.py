@@ -19,12 +19,12 @@ is run again, scored against the ground truth:
   above right ones by that score.
 
 It edits ``URASC``'s private session state (``_sets``, ``_set_of``, ``_answers``) on a copy: a
-measurement, not a feature. Findings: bench/active_history.md, fifth and fifteenth stops.
+measurement, not a feature. Findings: bench/history.md, "final-labels bound" and "perfect set-check oracle".
 
     python -m bench.active_prune_bound --datasets segment --methods URASC+N/verify --trials 5
-    python -m bench.active_prune_bound --trials 20 --jobs 2 --out bench/results/active_prune_bound_segment20.json
     python -m bench.active_prune_bound --datasets ionosphere --methods URASC+N/verify/B10 --trials 10
-    python -m bench.active_prune_bound --trials 20 --jobs 2 --out bench/results/active_prune_bound_fifteenth.json
+    python -m bench.active_prune_bound --trials 20 --jobs 2          # bench/results/active_prune_bound.json
+    python -m bench.active_prune_bound --methods URASC+N/verify/B10 --trials 20 --jobs 2 --out bench/results/active_prune_bound_b10.json
 """
 
 import argparse

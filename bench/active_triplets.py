@@ -35,7 +35,7 @@ import numpy as np
 from joblib import Parallel, delayed
 
 from bench.datasets import load
-from clustering._active_dcrc import ActiveDCRC
+from clustering._dcrc import ActiveDCRC
 from clustering._metrics import clustering_scores
 
 DATASETS = ["iris", "wine", "ionosphere", "wdbc", "segment"]

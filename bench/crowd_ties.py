@@ -83,7 +83,7 @@ def main(argv=None):
                     help="comma list of aggregation:rule (rule sets = the paper's, noisy = the noisy_answers "
                          "preset's k_growth=verify, representative=founder)")
     ap.add_argument("--noise", default="0.1,0.2", help="comma list of wrong-answer probabilities")
-    ap.add_argument("--out", default=None, help="JSON file for every session's row and the means")
+    ap.add_argument("--out", default="bench/results/crowd_ties.json", help="JSON file for every session's row and the means")
     args = ap.parse_args(argv)
     rules = {"sets": {}, "noisy": {"k_growth": "verify", "representative": "founder"}}
     stack = Stack(log_dir=tempfile.mkdtemp(prefix="crowd_ties"))

@@ -154,7 +154,8 @@ def _save_step(method, est, n):
 
 def _lift_row_limits():
     """The probes measure past the row limits that ``fit`` enforces (they are what the probes find)."""
-    from clustering import _ccskl, _cop_rf
+    from clustering._ccskl import _estimator as _ccskl
+    from clustering._cop_rf import _estimator as _cop_rf
     from clustering.baselines import _e2cp, _spectral_learning
 
     _cop_rf.COP_RF_AUTO_MAX_SAMPLES = _e2cp.E2CP_MAX_SAMPLES = _ccskl.CCSKL_SELECT_MAX_SAMPLES = 10**9
@@ -292,7 +293,7 @@ def main(argv=None):
     ap.add_argument("--k", type=int, default=10)
     ap.add_argument("--as-bytes", type=int, default=8_000_000_000)
     ap.add_argument("--timeout", type=int, default=600)
-    ap.add_argument("--out", default=None, help="JSON file; existing entries of other probes are kept")
+    ap.add_argument("--out", default="bench/results/scale_limits.json", help="JSON file; existing entries of other probes are kept")
     ap.add_argument("--table", default=None, metavar="JSON", help="print the markdown table of a results file")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--base", action="store_true", help=argparse.SUPPRESS)

@@ -23,7 +23,7 @@ import numpy as np
 
 from bench.active_triplets import oracle_answers
 from bench.datasets import load
-from clustering._active_dcrc import ActiveDCRC
+from clustering._dcrc import ActiveDCRC
 from clustering._metrics import clustering_scores
 
 

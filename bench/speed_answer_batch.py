@@ -43,7 +43,7 @@ def _post(base, sid, batch):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=5)
-    parser.add_argument("--out", default=None, help="write the summary as JSON here too")
+    parser.add_argument("--out", default="bench/results/speed_answer_batch.json", help="write the summary as JSON here too")
     args = parser.parse_args(argv)
     X, _ = make_blobs(600, centers=4, random_state=0)
     with Stack() as st:

@@ -138,7 +138,7 @@ def main(argv=None):
     ap.add_argument("--noise", type=float, default=0.1, help="probability that one answer is wrong")
     ap.add_argument("--web-workers", type=int, default=2, help="gunicorn processes")
     ap.add_argument("--seeds", default="0", help="comma-separated session seeds (one session each)")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default="bench/results/speed_crowd.json")
     args = ap.parse_args(argv)
     X, y = load(args.dataset, zscore=False)
     rows = []

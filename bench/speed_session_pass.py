@@ -72,7 +72,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--datasets", default="wdbc,segment,letter")
     ap.add_argument("--passes", type=int, default=10)
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default="bench/results/speed_session_pass.json")
     args = ap.parse_args(argv)
     rows = []
     with Stack() as stack:

@@ -83,7 +83,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--timeout", type=float, default=300.0, help="seconds to wait for recovery (each)")
-    ap.add_argument("--out", default=None)
+    ap.add_argument("--out", default="bench/results/worker_loss.json")
     args = ap.parse_args(argv)
     rows = []
     with Stack(env=ENV) as stack:

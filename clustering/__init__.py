@@ -17,7 +17,7 @@ from .exceptions import ConstraintWarning, InfeasibleConstraintsError, InvalidIn
 
 #: Public estimator -> the module defining it.
 _ESTIMATORS = {
-    "ActiveDCRC": "._active_dcrc",
+    "ActiveDCRC": "._dcrc",
     "CCSKL": "._ccskl",
     "COPKMeans": ".baselines",
     "COPRF": "._cop_rf",

@@ -293,7 +293,7 @@ def discriminant_knn_graph(X, groups, n_neighbors):
     (the generalised eigenproblem of between- and within-group scatter),
     Ledoit and Wolf (2004) for the shrunk within-group covariance, and
     Zelnik-Manor and Perona (2004) for the self-tuning graph. Measured
-    effect: bench/active_history.md, ninth stop.
+    effect: bench/history.md, "second spreading graph".
     """
     from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 

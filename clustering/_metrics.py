@@ -12,7 +12,7 @@ from sklearn.metrics import (
 )
 from sklearn.metrics.cluster import pair_confusion_matrix
 
-from ._dcrc_em import _ideal_answer
+from ._dcrc._em import _ideal_answer
 
 __all__ = ["clustering_scores", "constraint_satisfaction", "pairwise_f_measure", "pairwise_jaccard"]
 

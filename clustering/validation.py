@@ -83,7 +83,7 @@ COP_RF_MAX_TREE_ROWS = 25_000_000
 # 156 s / 0.75 GiB at 20000 (one fit at sigma = r: 2.3 s and 12.8 s). Its narrowest width, 0.1 r,
 # nearly cuts the graph (the 20 smallest Laplacian eigenvalues below 1.1e-8); shift-invert at
 # -1e-3 restarted without end there (not finished in 900 s at 10000 rows before the shift ladder of
-# clustering._ccskl_qp). Above 20000 rows that ladder's sparse LU (0.7 GiB at 20000, about 4x per
+# clustering._ccskl._qp). Above 20000 rows that ladder's sparse LU (0.7 GiB at 20000, about 4x per
 # doubling) is not tried and the narrow widths would get LOBPCG's approximate eigenvectors: not
 # measured, so the limit stays at the largest size measured; sigma="auto" or a number has no limit.
 CCSKL_SELECT_MAX_SAMPLES = 20000
@@ -96,7 +96,7 @@ SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 25_000_000
 # Fewest rows an active-clustering session runs on: URASC (pairwise questions) and
 # ActiveDCRC (triplets) refuse fewer in fit; the service refuses such a session at creation.
 ACTIVE_MIN_SAMPLES = 3
-# Relevant components (clustering._rca) solve a dense (d, d) generalised eigenproblem:
+# Relevant components (clustering._cop_rf._rca) solve a dense (d, d) generalised eigenproblem:
 # 9 s and a 660 MiB peak at d = 2000, n = 3000 (2 busy cores).
 RCA_MAX_FEATURES = 2000
 # Largest magnitude of a data value. Finite values near float64's limit (1.8e308) overflow as soon

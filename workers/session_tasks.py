@@ -14,7 +14,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
-from clustering._active_dcrc import ActiveDCRC
+from clustering._dcrc import ActiveDCRC
 from clustering._crowd import majority_vote
 from clustering._metrics import clustering_scores, violated_constraints, violated_triplet_answers
 from clustering._urasc import URASC

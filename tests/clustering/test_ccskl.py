@@ -11,9 +11,9 @@ from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 from threadpoolctl import threadpool_limits
 
-from clustering import _ccskl_qp
+from clustering._ccskl import _qp as _ccskl_qp
 from clustering._ccskl import CCSKL
-from clustering._ccskl_qp import (
+from clustering._ccskl._qp import (
     _beta_from_delta,
     _design_rows,
     _laplacian_eigenpairs,
@@ -692,7 +692,7 @@ def test_as_many_clusters_as_samples_puts_each_sample_alone():
 def test_sigma_select_refuses_more_rows_than_its_limit_and_other_widths_do_not(monkeypatch):
     """sigma="select" fits 9 widths x 5 folds: 156 s at 20000 rows (bench/scale_limits.py); refused
     above CCSKL_SELECT_MAX_SAMPLES before any graph is built."""
-    from clustering import _ccskl
+    from clustering._ccskl import _estimator as _ccskl
 
     monkeypatch.setattr(_ccskl, "CCSKL_SELECT_MAX_SAMPLES", 20)
     X, _ = make_blobs(n_samples=21, centers=2, random_state=0)

@@ -8,7 +8,7 @@ import pytest
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering import _cop_rf_kernels as K
+from clustering._cop_rf import _kernels as K
 from clustering._cop_rf import COPRF
 from clustering._metrics import constraint_satisfaction
 from clustering.exceptions import InvalidInputError
@@ -345,7 +345,7 @@ def _oblique_bars(n=120, seed=0):
 def test_rca_features_let_axis_aligned_trees_cut_across_the_axes(seed):
     """Classes that part along a diagonal: axis-aligned trees on the data
     alone find no gap; with the relevant components learned from the
-    must-links they do (spec extension, clustering._rca)."""
+    must-links they do (spec extension, clustering._cop_rf._rca)."""
     X, y, pairs, kind = _oblique_bars(seed=seed)
     kw = dict(n_estimators=60, filter_repeats=50, cannot_link_policy="separate", random_state=0)
     plain = COPRF(2, **kw).fit(X, pairs=pairs, pair_kind=kind)
@@ -502,7 +502,7 @@ def test_constant_data_warns_instead_of_failing():
 
 
 def test_rca_refuses_more_features_than_its_limit(monkeypatch):
-    from clustering import _rca
+    from clustering._cop_rf import _rca
 
     monkeypatch.setattr(_rca, "MAX_FEATURES", 3)
     X, y = _blobs(n=30, d=4)
@@ -520,7 +520,7 @@ def test_rca_refuses_more_features_than_its_limit(monkeypatch):
 
 @pytest.mark.parametrize("field, value", [("affinity_samples", "in_bag"), ("n_neighbors", "select")])
 def test_dense_only_options_refuse_more_rows_than_the_dense_limit(monkeypatch, field, value):
-    from clustering import _cop_rf
+    from clustering._cop_rf import _estimator as _cop_rf
     from clustering.exceptions import ConstraintWarning
 
     monkeypatch.setattr(_cop_rf, "DENSE_AFFINITY_LIMIT", 20)
@@ -571,7 +571,7 @@ def test_neighbor_selection_without_constraints_keeps_the_papers_graph():
 
 
 def test_neighbor_selection_above_the_limit_works_with_a_stored_dense_affinity(monkeypatch):
-    from clustering import _cop_rf
+    from clustering._cop_rf import _estimator as _cop_rf
 
     monkeypatch.setattr(_cop_rf, "DENSE_AFFINITY_LIMIT", 20)
     X = np.random.default_rng(0).normal(size=(21, 2))
@@ -583,7 +583,7 @@ def test_neighbor_selection_above_the_limit_works_with_a_stored_dense_affinity(m
 def test_auto_neighbours_refuse_more_rows_than_their_limit_and_an_integer_k_does_not(monkeypatch):
     """n_neighbors="auto" (k = n / 10) makes an n^2 / 10-entry graph: refused above
     COP_RF_AUTO_MAX_SAMPLES (bench/scale_limits.py); an integer k has no such limit."""
-    from clustering import _cop_rf
+    from clustering._cop_rf import _estimator as _cop_rf
     from clustering.exceptions import ConstraintWarning
 
     monkeypatch.setattr(_cop_rf, "COP_RF_AUTO_MAX_SAMPLES", 20)
@@ -601,7 +601,7 @@ def test_auto_neighbours_refuse_more_rows_than_their_limit_and_an_integer_k_does
 def test_more_trees_than_the_rows_allow_are_refused_before_the_forest_grows(monkeypatch):
     """Every tree's leaf of every sample is kept while the kNN graph is built: samples x n_estimators
     above COP_RF_MAX_TREE_ROWS is refused (bench/scale_limits.py), the bound itself is fitted."""
-    from clustering import _cop_rf
+    from clustering._cop_rf import _estimator as _cop_rf
     from clustering.exceptions import ConstraintWarning
 
     monkeypatch.setattr(_cop_rf, "COP_RF_MAX_TREE_ROWS", 21 * 3 - 1)

@@ -529,8 +529,8 @@ def test_metrics():
 
 @pytest.mark.parametrize("make", [
     lambda: __import__("clustering").URASC(), lambda: __import__("clustering").URASC(strategy="random"),
-    lambda: __import__("clustering._active_dcrc", fromlist=["ActiveDCRC"]).ActiveDCRC(n_clusters=2),
-    lambda: __import__("clustering._active_dcrc", fromlist=["ActiveDCRC"]).ActiveDCRC(n_clusters=2,
+    lambda: __import__("clustering._dcrc", fromlist=["ActiveDCRC"]).ActiveDCRC(n_clusters=2),
+    lambda: __import__("clustering._dcrc", fromlist=["ActiveDCRC"]).ActiveDCRC(n_clusters=2,
                                                                                       strategy="random"),
 ], ids=["urasc", "urasc-random", "active-dcrc", "active-dcrc-random"])
 def test_active_estimators_start_on_exactly_the_rows_the_service_allows(make):

@@ -10,8 +10,8 @@ from scipy.special import log_softmax
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering._dcrc import DCRC, _column_std
-from clustering._dcrc_em import (
+from clustering._dcrc._estimator import DCRC, _column_std
+from clustering._dcrc._em import (
     _answer_proba,
     _compat_coefficients,
     _compatibility,
@@ -162,7 +162,7 @@ def test_kmeans_logistic_start_maximises_the_penalised_likelihood(K):
     R = ||w||^2 / 2, so scikit-learn's binary fit needs C = 1 / lambda."""
     from sklearn.cluster import KMeans
 
-    from clustering._dcrc_em import _kmeans_logistic_init
+    from clustering._dcrc._em import _kmeans_logistic_init
 
     X, _ = make_blobs(80, centers=K, cluster_std=2.5, random_state=4)
     Xs = (X - X.mean(0)) / X.std(0)
@@ -425,7 +425,7 @@ def test_labels_from_posterior_and_predict_checks(blobs):
 
 
 def test_select_params_by_triplet_cross_validation(blobs):
-    from clustering._dcrc import select_dcrc_params
+    from clustering._dcrc._estimator import select_dcrc_params
 
     X, y = blobs
     t, a = _random_triplets(y, 40, np.random.default_rng(16))

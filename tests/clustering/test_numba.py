@@ -49,7 +49,7 @@ def test_clustering_imports_where_numba_has_nowhere_to_cache(tmp_path):
     env.update(HOME="/dev/null", XDG_CACHE_HOME="/dev/null/cache")
     probe = (
         "import sys; sys.path.insert(0, sys.argv[1]); import clustering\n"
-        "from clustering import _cop_rf_kernels as k\n"
+        "from clustering._cop_rf import _kernels as k\n"
         "assert clustering.__file__.startswith(sys.argv[1]), clustering.__file__\n"
         "assert k.draw_features.targetoptions['nogil'], 'not compiled by numba'\n"
     )

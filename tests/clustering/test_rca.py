@@ -1,9 +1,9 @@
-"""Relevant-component directions from must-links (clustering._rca)."""
+"""Relevant-component directions from must-links (clustering._cop_rf._rca)."""
 
 import numpy as np
 import pytest
 
-from clustering._rca import rca_components
+from clustering._cop_rf._rca import rca_components
 from clustering.exceptions import InvalidInputError
 
 

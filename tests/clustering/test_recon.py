@@ -9,7 +9,7 @@ from scipy.cluster.hierarchy import is_valid_linkage, linkage
 from sklearn.datasets import make_blobs
 from sklearn.metrics import adjusted_rand_score
 
-from clustering._hierarchy import partition_satisfies, satisfies
+from clustering._recon._hierarchy import partition_satisfies, satisfies
 from clustering._recon import ReCon
 from clustering._relative import (
     check_feasibility,
@@ -462,7 +462,7 @@ def test_maintained_build_tree_matches_full_test(seed):
     # the incremental BUILD tree (fast path) must take exactly the decisions of
     # the paper's full TestCompatibility; check_tree re-runs BUILD after every
     # merge and the full test at every test
-    from clustering._recon_linkage import _recon_linkage
+    from clustering._recon._linkage import _recon_linkage
 
     rng = np.random.default_rng(200 + seed)
     n = int(rng.integers(25, 45))
@@ -496,7 +496,7 @@ def test_dropped_lists_every_input_row_of_a_dropped_constraint():
 
 def _count_distance_rows(monkeypatch):
     """Count the rows ReCon's linkage computes distances for: the returned list gets one length per call."""
-    from clustering import _recon_linkage
+    from clustering._recon import _linkage as _recon_linkage
 
     computed, cdist = [], _recon_linkage.cdist
 

@@ -454,7 +454,7 @@ def test_old_verify_states_without_discriminant_weight_keep_labelling_as_they_di
 
 
 def test_set_agreement_is_matching_fraction():
-    from clustering._urasc_spectral import _set_agreement
+    from clustering._urasc._spectral_learning import _set_agreement
 
     labels = np.array([2, 2, 0, 0, 1, 1, 1])
     assert _set_agreement(labels, [[0, 1], [2, 3], [4, 5]]) == 1.0  # any label permutation

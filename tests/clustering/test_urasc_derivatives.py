@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy.linalg import eigh
 
-from clustering._urasc_selection import _gradient_norms, _nonparametric_entropy, eigenvector_derivative
+from clustering._urasc._selection import _gradient_norms, _nonparametric_entropy, eigenvector_derivative
 
 
 # ----------------------------------------------------------------------------- helpers

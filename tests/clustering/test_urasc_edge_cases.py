@@ -211,7 +211,7 @@ def test_a_far_outliers_gradient_norm_leaves_the_other_pairs_norms_alone():
     """Non-regression: the rescaling of huge eigenvector entries divided every pair of the chunk by the
     outlier's entry (2e91), so the norms of the pairs without it underflowed to 0: whenever the outlier
     was a candidate, every other candidate's gradient was 0 and the rest of a batch was picked blind."""
-    from clustering._urasc_selection import _gradient_norms
+    from clustering._urasc._selection import _gradient_norms
 
     rng = np.random.RandomState(0)
     V = rng.randn(30, 4) * 0.2

@@ -193,7 +193,7 @@ def test_a_restore_on_a_kept_base_graph_equals_a_rebuilt_one_and_a_foreign_graph
 
 
 def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeypatch):
-    import clustering._urasc_spectral as urasc_module
+    import clustering._urasc._spectral_learning as urasc_module
 
     X, y = _blobs(300, 4, seed=9, std=1.0)
     W, _ = self_tuning_knn_graph(X, 10)
@@ -210,7 +210,7 @@ def test_label_spreading_by_conjugate_gradients_matches_the_direct_solve(monkeyp
 def test_label_spreading_is_not_taken_over_by_the_larger_set(seed):
     """Two equal blobs, 8 certain samples in one and 1 in the other: without
     class-mass normalisation the 8-member set takes nearly every sample."""
-    import clustering._urasc_spectral as urasc_module
+    import clustering._urasc._spectral_learning as urasc_module
 
     X, y = make_blobs(n_samples=[150, 150], centers=[[0, 0], [4, 0]], cluster_std=1.0, random_state=seed)
     W, _ = self_tuning_knn_graph(X, 10)

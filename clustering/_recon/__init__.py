@@ -1,0 +1,5 @@
+"""ReCon: hierarchical clustering that satisfies relative constraints ab|c."""
+
+from ._estimator import ReCon
+
+__all__ = ["ReCon"]
