@@ -7,7 +7,12 @@ failure that passes as an error), so the list cannot go stale.
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from clustering.baselines._kmeans import KMeans
+
 from .test_sklearn_conventions import CASES
+
+#: Every estimator a method card names: the public ones, and the kmeans reference method's.
+ESTIMATORS = [make() for make, _ in CASES.values()] + [KMeans(3, n_init=2, random_state=0)]
 
 #: Checks that set ``n_clusters=1``: a clustering into one cluster is refused by design
 #: (``n_clusters`` >= 2 in every method's parameter constraints and in ``GET /v1/methods``):
@@ -51,6 +56,6 @@ def expected_failures(estimator):
     return out
 
 
-@parametrize_with_checks([make() for make, _ in CASES.values()], expected_failed_checks=expected_failures)
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=expected_failures)
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
