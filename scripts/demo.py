@@ -22,7 +22,7 @@ from scripts.stack import Stack, wait_ready
 
 #: What ``./run.sh`` runs with no arguments: a real dataset on which constraints matter, and a method
 #: and preset that use them (the choice lives here only). Over seeds 0-4 the constrained ARI is
-#: well above unconstrained spectral clustering's (see ``tests/integration/test_demo_default.py``).
+#: well above unconstrained spectral clustering's: 0.68-0.79 against 0.145 (``tests/integration/test_demo_default.py``).
 DEFAULT = {"dataset": "ionosphere", "method": "cop_rf", "preset": "rca_filtered", "constraints": 100}
 #: ``./run.sh serve``'s port (``--port``).
 SERVE_PORT = 8000
