@@ -44,7 +44,8 @@ class ShoalApi(Api):
 
     def _openapi_json(self):
         """``/openapi.json``: the finished document (:func:`service.spec.document`), as ``/openapi.yaml``."""
-        return current_app.json.response(spec.document(self))
+        return current_app.response_class(current_app.json.dumps(spec.document(self), indent=2, sort_keys=False),
+                                          mimetype="application/json")
 
 
 def create_app(config=None):
