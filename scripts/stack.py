@@ -122,8 +122,9 @@ class Stack:
                            "--without-gossip", "--without-mingle"])
         return name
 
-    def start_web(self, workers=2):
-        port = free_port()
+    def start_web(self, workers=2, port=None):
+        """Start gunicorn on ``127.0.0.1:port`` (a free port when None); returns the base URL."""
+        port = port or free_port()
         proc = self._spawn("web", [str(BIN / "gunicorn"), "-c", "python:service.gunicorn_conf", "-b",
                                    f"127.0.0.1:{port}", "-w", str(workers), "service:create_app()"],
                            # gunicorn 25.1+ opens a control socket there (else ~/.gunicorn/, one for every stack)

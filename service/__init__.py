@@ -1,12 +1,12 @@
 """Shoal's HTTP service: ``create_app()`` (served by gunicorn: ``service:create_app()``)."""
 
-from flask import Flask, Response, current_app, request
+from flask import Flask, Response, current_app, redirect, request
 from flask.json.provider import DefaultJSONProvider
 from flask_smorest import Api
 
 from workers.records import is_record_id
 
-from . import auth, body, docs, errors, request_id
+from . import auth, body, docs, errors, request_id, spec
 from .config import Config
 
 
@@ -42,6 +42,11 @@ class ShoalApi(Api):
         prepare_response(response, self.spec, errors.PROBLEM_JSON)
         self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
 
+    def _openapi_json(self):
+        """``/openapi.json``: the finished document (:func:`service.spec.document`), as ``/openapi.yaml``."""
+        return current_app.response_class(current_app.json.dumps(spec.document(self), indent=2, sort_keys=False),
+                                          mimetype="application/json")
+
 
 def create_app(config=None):
     """Application factory.
@@ -61,9 +66,9 @@ def create_app(config=None):
         app.config.from_object(config)
 
     request_id.register(app)
-    auth.register(app)
+    keys = auth.register(app)
     api = ShoalApi(app)
-    auth.document(api)
+    auth.document(api, required=bool(keys))
     from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
 
     for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):
@@ -92,7 +97,12 @@ def create_app(config=None):
 
     @app.get("/openapi.yaml")
     def openapi_yaml():
-        return Response(api.spec.to_yaml(), mimetype="application/yaml")
+        return Response(spec.to_yaml(api), mimetype="application/yaml")
+
+    @app.get("/docs/")
+    def docs_slash():
+        """``/docs/`` -> ``/docs`` (relative, so right behind a proxy that adds a path prefix)."""
+        return redirect("../docs", 308)
 
     app.extensions["shoal_api"] = api
     return app

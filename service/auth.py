@@ -89,6 +89,11 @@ def register(app):
     app : flask.Flask
         Its config's ``SHOAL_API_KEYS`` and ``SHOAL_API_KEYS_FILE`` are read (:func:`load_keys`).
 
+    Returns
+    -------
+    list of str
+        The keys (empty: none configured, every route open).
+
     Raises
     ------
     ValueError
@@ -96,7 +101,7 @@ def register(app):
     """
     keys = load_keys(app.config.get("SHOAL_API_KEYS", ""), app.config.get("SHOAL_API_KEYS_FILE", ""))
     if not keys:
-        return
+        return keys
     digests = [_digest(k) for k in keys]
 
     def check():
@@ -115,14 +120,23 @@ def register(app):
         raise ApiError(401, "unauthorized", detail, headers={"WWW-Authenticate": 'Bearer realm="shoal"'})
 
     app.before_request(check)
+    return keys
 
 
-def document(api):
-    """Describe the scheme in the OpenAPI document: every operation accepts a bearer key, and needs
-    one when the deployment configures keys (the probes and docs never do)."""
+def document(api, required):
+    """Describe the scheme in the OpenAPI document, and require it where the deployment configures keys.
+
+    Parameters
+    ----------
+    api : flask_smorest.Api
+    required : bool
+        Whether this app has keys (:func:`register`): then every operation but the probes needs the
+        bearer key (a lock in Swagger UI); without keys the scheme stays described and nothing needs it.
+    """
     api.spec.components.security_scheme(SCHEME, {
         "type": "http", "scheme": "bearer",
         "description": "An API key, when the deployment sets SHOAL_API_KEYS or SHOAL_API_KEYS_FILE "
                        "(otherwise no key is needed). /healthz, /readyz, /openapi.yaml, /openapi.json and "
                        "/docs are always open."})
-    api.spec.options["security"] = [{SCHEME: []}, {}]
+    if required:
+        api.spec.options["security"] = [{SCHEME: []}]

@@ -15,7 +15,7 @@ class Config:
     """Flask + flask-smorest settings and Shoal's request limits."""
 
     API_TITLE = "Shoal constrained clustering API"
-    API_VERSION = "1.3.1"  # README, "Changes clients see"
+    API_VERSION = "1.3.1"  # CHANGELOG.md
     OPENAPI_VERSION = "3.0.3"
     OPENAPI_URL_PREFIX = "/"
     OPENAPI_JSON_PATH = "openapi.json"

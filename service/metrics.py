@@ -114,7 +114,7 @@ def metrics():
     Jobs by method and state, job run time, sessions, answers by outcome,
     session passes and their duration, jobs and passes queued again after
     their worker was lost, queue depth, running tasks, live workers (metric
-    names in README.md, "Metrics"). Counts survive process
+    names in docs/operations.md, "Metrics"). Counts survive process
     restarts (they live in Redis) and cover every web and worker process.
     When Redis does not answer, only ``shoal_redis_up 0`` is returned (still
     200, so the scrape records the outage).

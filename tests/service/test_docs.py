@@ -35,3 +35,16 @@ def test_every_file_the_page_loads_is_served(client, name):
 def test_nothing_else_of_the_bundle_is(client, name):
     r = client.get(f"/docs/assets/{name}")
     assert r.status_code == 404 and r.mimetype == "application/problem+json"
+
+
+@pytest.mark.parametrize("prefix", ["", "/shoal"])
+def test_docs_with_a_slash_leads_to_the_page(client, prefix):
+    """``/docs/`` redirects to ``/docs`` (relative: behind a proxy's path prefix too), which answers the page."""
+    from urllib.parse import urljoin
+
+    r = client.get("/docs/")
+    assert r.status_code == 308
+    assert urljoin(f"https://api.example.org{prefix}/docs/", r.headers["Location"]) == \
+        f"https://api.example.org{prefix}/docs"
+    page = client.get("/docs", follow_redirects=True)
+    assert page.status_code == 200 and "swagger-ui" in page.get_data(as_text=True)

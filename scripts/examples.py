@@ -1,0 +1,125 @@
+"""Record the examples of ``openapi.yaml`` from a real stack: ``python -m scripts.examples > service/examples.py``.
+
+Starts Redis, a worker and gunicorn (:class:`scripts.stack.Stack`), walks a small dataset through
+every operation of the API (dataset, jobs, a prediction, a constraint check, a session with
+answers, the catalogue, the probes) and prints a Python module whose ``EXAMPLES`` map
+``"METHOD /path"`` to the request body and the 2xx responses it got. :class:`service.ShoalApi`
+puts them into the spec. Long lists (the catalogue, metrics) are cut to their first entries.
+"""
+
+import pprint
+import sys
+import time
+
+import numpy as np
+import requests
+
+from scripts.stack import Stack, wait_ready
+
+#: 12 points in three groups of four, with labels and item ids.
+X = np.round(np.vstack([np.random.default_rng(7).normal(c, 0.3, (4, 2)) for c in [(0, 0), (3, 3), (0, 3)]]), 2)
+Y = [0] * 4 + [1] * 4 + [2] * 4
+
+
+class Recorder:
+    def __init__(self, base):
+        self.base, self.examples = base, {}
+
+    def call(self, method, path, template=None, body=None, params=None, record=True):
+        r = requests.request(method, self.base + path, json=body, params=params, timeout=60)
+        assert r.status_code < 300, (method, path, r.status_code, r.text)
+        if record:
+            entry = self.examples.setdefault(f"{method} {template or path}", {"responses": {}})
+            if body is not None:
+                entry["request"] = body
+            if r.content:
+                entry["responses"][str(r.status_code)] = r.json() if "json" in r.headers["Content-Type"] else r.text
+        return r.json() if r.content and "json" in r.headers["Content-Type"] else r.text
+
+    def wait(self, path, done):
+        for _ in range(600):
+            view = self.call("GET", path, record=False)
+            if done(view):
+                return view
+            time.sleep(0.2)
+        raise TimeoutError(path)
+
+
+def record(base):
+    rec = Recorder(base)
+    ds = rec.call("POST", "/v1/datasets", body={"name": "points", "data": X.tolist(), "labels": Y,
+                                                 "item_ids": [f"item-{i}" for i in range(len(Y))]})
+    did = ds["id"]
+    rec.call("GET", f"/v1/datasets/{did}", "/v1/datasets/{dataset_id}")
+    job = rec.call("POST", "/v1/jobs", body={
+        "dataset_id": did, "method": "e2cp", "n_clusters": 3, "scale": "zscore", "random_state": 0,
+        "constraints": {"must_link": [[0, 1], [4, 5]], "cannot_link": [[0, 8]]}})
+    jid = job["id"]
+    rec.wait(f"/v1/jobs/{jid}", lambda j: j["done"])
+    rec.call("GET", f"/v1/jobs/{jid}", "/v1/jobs/{job_id}")
+    rec.call("GET", f"/v1/jobs/{jid}/result", "/v1/jobs/{job_id}/result")
+    rec.call("GET", f"/v1/jobs/{jid}/affinity", "/v1/jobs/{job_id}/affinity", params={"top_k": 2})
+    rec.call("POST", f"/v1/jobs/{jid}/cancel", "/v1/jobs/{job_id}/cancel")
+    triplets = [[0, 1, 4, "yes"], [4, 5, 8, "yes"], [8, 9, 0, "yes"], [1, 2, 9, "yes"], [5, 6, 10, "yes"],
+                [0, 8, 2, "no"], [9, 10, 3, "yes"], [2, 3, 7, "dont_know"]]
+    dcrc = rec.call("POST", "/v1/jobs", record=False, body={
+        "dataset_id": did, "method": "dcrc", "n_clusters": 3, "random_state": 0, "constraints": {"triplets": triplets}})
+    rec.wait(f"/v1/jobs/{dcrc['id']}", lambda j: j["done"])
+    rec.call("POST", f"/v1/jobs/{dcrc['id']}/predict", "/v1/jobs/{job_id}/predict",
+             body={"data": [[0.1, -0.2], [2.9, 3.2]], "item_ids": ["new-0", "new-1"]})
+    rec.call("GET", "/v1/jobs", params={"page_size": 2})
+    rec.call("POST", "/v1/constraints/check", body={
+        "dataset_id": did, "constraints": {"must_link": [[0, 1], [1, 4]], "cannot_link": [[0, 4]]}})
+    ses = rec.call("POST", "/v1/sessions", body={"dataset_id": did, "n_clusters": 3, "budget": 10})
+    sid = ses["id"]
+    path = f"/v1/sessions/{sid}"
+    for _ in range(600):
+        lease = rec.call("POST", f"{path}/questions", "/v1/sessions/{session_id}/questions",
+                         body={"count": 2, "worker_id": "w1"})
+        if lease["questions"]:
+            break
+        time.sleep(0.2)
+    answers = [{"question_id": q["question_id"], "worker_id": "w1", "assignment_id": f"a{i}",
+                "answer": "must_link" if Y[q["items"][0]] == Y[q["items"][1]] else "cannot_link"}
+               for i, q in enumerate(lease["questions"])]
+    rec.call("POST", f"{path}/answers", "/v1/sessions/{session_id}/answers", body={"answers": answers})
+    rec.wait(path, lambda s: s["observed_revision"] == s["revision"])
+    rec.call("GET", path, "/v1/sessions/{session_id}")
+    rec.call("GET", f"{path}/questions", "/v1/sessions/{session_id}/questions", params={"page_size": 2})
+    rec.call("GET", f"{path}/model", "/v1/sessions/{session_id}/model")
+    rec.call("GET", "/v1/sessions", params={"page_size": 1})
+    rec.call("GET", "/v1/datasets", params={"page_size": 1})
+    rec.call("GET", "/v1/methods")
+    rec.call("GET", "/healthz")
+    rec.call("GET", "/readyz")
+    rec.call("GET", "/metrics")
+    return _trimmed(rec.examples)
+
+
+def _trimmed(examples):
+    cat = examples["GET /v1/methods"]["responses"]["200"]
+    cat["methods"] = [m for m in cat["methods"] if m["id"] == "e2cp"]
+    cat["session_strategies"] = cat["session_strategies"][-1:]
+    text = examples["GET /metrics"]["responses"]["200"]
+    keep = [line for line in text.splitlines() if "shoal_jobs_submitted_total" in line or "shoal_workers" in line]
+    examples["GET /metrics"]["responses"]["200"] = "\n".join(keep) + "\n"
+    return examples
+
+
+def main():
+    with Stack() as stack:
+        stack.env.pop("REDIS_URL", None)
+        stack.redis_url = None
+        stack.start_redis()
+        stack.start_worker(concurrency=1)
+        base = stack.start_web()
+        wait_ready(base)
+        examples = record(base)
+    sys.stdout.write('"""Examples of every request body and 2xx response in the OpenAPI document.\n\n'
+                     "Recorded from a real stack by ``python -m scripts.examples > service/examples.py``; "
+                     "do not edit by hand.\n\"\"\"\n\n")
+    sys.stdout.write("EXAMPLES = " + pprint.pformat(examples, width=110, sort_dicts=True) + "\n")
+
+
+if __name__ == "__main__":
+    main()
