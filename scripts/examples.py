@@ -1,4 +1,4 @@
-"""Record the examples of ``openapi.yaml`` from a real stack: ``python -m scripts.examples > service/examples.py``.
+"""Record the examples of ``openapi.yaml`` from a real stack: ``python -m scripts.examples > schemas/examples.py``.
 
 Starts Redis, a worker and gunicorn (:class:`scripts.stack.Stack`), walks a small dataset through
 every operation of the API (dataset, jobs, a prediction, a constraint check, a session with
@@ -116,7 +116,7 @@ def main():
         wait_ready(base)
         examples = record(base)
     sys.stdout.write('"""Examples of every request body and 2xx response in the OpenAPI document.\n\n'
-                     "Recorded from a real stack by ``python -m scripts.examples > service/examples.py``; "
+                     "Recorded from a real stack by ``python -m scripts.examples > schemas/examples.py``; "
                      "do not edit by hand.\n\"\"\"\n\n")
     sys.stdout.write("EXAMPLES = " + pprint.pformat(examples, width=110, sort_dicts=True) + "\n")
 

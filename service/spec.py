@@ -5,7 +5,7 @@ things are added here, on every rendering (``/openapi.json``, ``/openapi.yaml``,
 ``scripts/openapi.py``), so that the three stay one document:
 
 * each operation's request body and 2xx responses get the ``example`` recorded from a real stack
-  (:data:`service.examples.EXAMPLES`, written by ``scripts/examples.py``);
+  (:data:`schemas.examples.EXAMPLES`, written by ``scripts/examples.py``);
 * summaries and descriptions, written as reStructuredText in the docstrings, read as plain text
   with Markdown code spans (what Swagger UI renders): ````x```` becomes ```x```.
 """
@@ -60,7 +60,7 @@ def with_examples(spec, examples):
 
 def document(api):
     """The finished document of ``api`` (a :class:`flask_smorest.Api`) as a dict."""
-    from .examples import EXAMPLES
+    from schemas.examples import EXAMPLES
 
     return plain_text(with_examples(api.spec.to_dict(), EXAMPLES))
 

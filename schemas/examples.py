@@ -1,6 +1,6 @@
 """Examples of every request body and 2xx response in the OpenAPI document.
 
-Recorded from a real stack by ``python -m scripts.examples > service/examples.py``; do not edit by hand.
+Recorded from a real stack by ``python -m scripts.examples > schemas/examples.py``; do not edit by hand.
 """
 
 EXAMPLES = {'GET /healthz': {'responses': {'200': {'status': 'ok'}}},
