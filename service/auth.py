@@ -19,7 +19,7 @@ from .errors import ApiError
 
 #: Routes open without a key: the probes an orchestrator calls, and the API's description.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.yaml", "/openapi.json"})
-OPEN_PREFIXES = ("/docs",)
+OPEN_PREFIXES = ("/docs", "/annotate/")  # /annotate/<token>: the token is the credential (service.annotate)
 #: Shorter keys are refused at start-up: they could be guessed.
 MIN_KEY_LENGTH = 16
 
