@@ -26,7 +26,7 @@ class LinkCreateSchema(Schema):
         "description": "the worker this link answers as; null: a link for many workers, each named by the "
                        "URL parameter PROLIFIC_PID (or worker_id) when they open it"})
     expires_in = fields.Integer(load_default=DEFAULT_LINK_SECONDS,
-                                validate=validate.Range(min=60, max=MAX_LINK_SECONDS),
+                                validate=validate.Range(min=1, max=MAX_LINK_SECONDS),
                                 metadata={"description": "seconds the link works"})
     quota = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(min=1, max=100_000),
                            metadata={"description": "answers per worker, then the done page; null: until the "

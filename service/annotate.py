@@ -229,9 +229,11 @@ def _for_page(store, rec, q):
     content = question_content(store, rec, [q])[0]
     feats = _features(store, rec["dataset_id"], [i for i, c in zip(q["items"], content) if c is None])
     letters = "AB" if len(q["items"]) == 2 else "ABC"
+    ids = SessionStore(store).item_ids(rec)
     return {"question_id": q["question_id"], "type": rec["question_type"],
             "lease_seconds": rec.get("lease_seconds", DEFAULT_LEASE_SECONDS),
-            "items": [{"label": letter, "content": c, "features": None if c else feats.get(i)}
+            "items": [{"label": letter, "row": i, "item_id": ids[i] if ids else None, "content": c,
+                       "features": None if c else feats.get(i)}
                       for letter, i, c in zip(letters, q["items"], content)]}
 
 

@@ -124,7 +124,8 @@
   function renderItem(it) {
     var card = el("article", "item");
     card.setAttribute("aria-label", "Item " + it.label);
-    card.appendChild(el("h3", null, "Item " + it.label));
+    card.dataset.row = String(it.row);
+    card.appendChild(el("h3", null, "Item " + it.label + (it.item_id ? " · " + it.item_id : "")));
     var c = it.content;
     if (c) {
       if (c.image_url && IMAGE.test(c.image_url)) {
