@@ -232,9 +232,17 @@ def _for_page(store, rec, q):
     ids = SessionStore(store).item_ids(rec)
     return {"question_id": q["question_id"], "type": rec["question_type"],
             "lease_seconds": rec.get("lease_seconds", DEFAULT_LEASE_SECONDS),
-            "items": [{"label": letter, "row": i, "item_id": ids[i] if ids else None, "content": c,
+            "items": [{"label": letter, "row": i, "item_id": ids[i] if ids else None, "content": _ordered(c),
                        "features": None if c else feats.get(i)}
                       for letter, i, c in zip(letters, q["items"], content)]}
+
+
+def _ordered(content):
+    """Content with its ``fields`` as ``[[name, value], ...]``: the page shows them in the order uploaded
+    (a JSON object's keys are sorted on the way out)."""
+    if not content or not content.get("fields"):
+        return content
+    return {**content, "fields": [[k, v] for k, v in content["fields"].items()]}
 
 
 _MATRICES = OrderedDict()  # dataset id -> (X, mean, std), the few last used

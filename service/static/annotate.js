@@ -16,6 +16,7 @@
   var chain = Promise.resolve();
   var stopped = false;
   var waitTimer = null;
+  var answeredAt = null; // performance.now() of the last answer, for the timings below
 
   function load() {
     try {
@@ -112,7 +113,7 @@
 
   function progress(p) {
     if (!p) return;
-    var parts = [p.answered + " answered"];
+    var parts = [(p.answered + (held ? 1 : 0)) + " answered"];
     if (p.left_in_quota !== null && p.left_in_quota !== undefined) parts.push(Math.max(p.left_in_quota, 0) + " left for you");
     parts.push("session: " + p.budget_remaining + " of " + p.budget + " questions left");
     $("progress").textContent = parts.join(" · ");
@@ -136,12 +137,12 @@
         card.appendChild(img);
       }
       if (c.text) card.appendChild(el("p", "text", c.text));
-      if (c.fields) {
+      if (c.fields) {  // [[name, value], ...] in the order uploaded
         var t = el("table");
-        Object.keys(c.fields).forEach(function (k) {
+        c.fields.forEach(function (kv) {
           var tr = el("tr");
-          tr.appendChild(el("th", null, k));
-          tr.appendChild(el("td", null, c.fields[k]));
+          var th = el("th", null, kv[0]); th.scope = "row"; tr.appendChild(th);
+          tr.appendChild(el("td", null, kv[1]));
           t.appendChild(tr);
         });
         card.appendChild(t);
@@ -180,6 +181,10 @@
     setBusy(false);
     var first = $("question").hidden;
     showScreen("question", first && document.activeElement === document.body);
+    // timings read by tests and bench/annotator_page.py: first question after navigation, answer -> next
+    if (!app.dataset.firstShownMs) app.dataset.firstShownMs = String(Math.round(performance.now()));
+    if (answeredAt !== null) app.dataset.lastAnswerMs = String(Math.round(performance.now() - answeredAt));
+    answeredAt = null;
     app.dataset.questionId = q.question_id;
     app.dataset.ready = String(Number(app.dataset.ready || 0) + 1);
   }
@@ -207,6 +212,7 @@
     }
     // waiting for a pass to refill the pool: the held answer may be what it waits for
     if (held) { commitHeld(); step(false); }
+    app.dataset.waits = String(Number(app.dataset.waits || 0) + 1);
     showScreen("waiting", !$("waiting").hidden ? false : true);
     clearTimeout(waitTimer);
     waitTimer = setTimeout(advance, Math.max(1, data.wait_seconds || 1) * 1000);
@@ -236,7 +242,8 @@
 
   function answer(value) {
     if (!current || stopped) return;
-    var ms = Math.round(performance.now() - current.shownAt);
+    answeredAt = performance.now();
+    var ms = Math.round(answeredAt - current.shownAt);
     commitHeld();
     held = {q: current.q, answer: value, ms: ms};
     current = null;
@@ -285,5 +292,6 @@
       } catch (e) { /* the outbox stays in localStorage and is sent on the next visit */ }
     }
   });
+  if (window.matchMedia && window.matchMedia("(max-width: 40rem)").matches) $("instructions").open = false;
   advance();
 })();
