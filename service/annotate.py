@@ -115,7 +115,8 @@ def page(token):
         return render_template("annotate_error.html", code="session_gone",
                                detail="this link's session no longer exists"), 404
     kind = session["question_type"]
-    return render_template("annotate.html", step_url=url_for("annotate.step", token=token), kind=kind,
+    first = _step(sid, rec, worker, {"answers": [], "next": True, "held": 0})  # saves the page a round trip
+    return render_template("annotate.html", step_url=url_for("annotate.step", token=token), kind=kind, first=first,
                            prompt=PROMPTS[kind], answers=LABELS[kind], worker=worker, link_id=rec["id"],
                            instructions=rec.get("instructions"),
                            undo_seconds=current_app.config["SHOAL_ANNOTATE_UNDO_SECONDS"])
@@ -150,6 +151,13 @@ def step(token):
         body = _StepSchema().load(request.get_json(silent=True) or {})
     except ValidationError as exc:
         raise ApiError(422, "invalid_input", "invalid step", errors=pointer_messages(exc.messages)) from exc
+    out = _step(sid, link, worker, body)
+    headers = {"Retry-After": str(out["wait_seconds"])} if out["wait_seconds"] else {}
+    return out, 200, headers
+
+
+def _step(sid, link, worker, body):
+    """Record ``body["answers"]``, then the next question (``body["next"]``) or why there is none."""
     store = get_store()
     ss, an = SessionStore(store), AnnotatorStore(store)
     rec = ss.get(sid)
@@ -159,7 +167,8 @@ def step(token):
     results, tallies = _record(ss, an, rec, worker, body["answers"], gold)
     an.tally(sid, worker, tallies)
     stats = an.stats(sid, worker)
-    rec = ss.get(sid) or rec
+    if results:
+        rec = ss.get(sid) or rec  # the counters after these answers
     out = {"results": results, "question": None, "wait_seconds": None, "done": None,
            "completion_url": link.get("completion_url")}
     left = None if link["quota"] is None else link["quota"] - stats["answers"] - body["held"]
@@ -175,8 +184,7 @@ def step(token):
     budget_left = max(rec["budget"] - rec["budget_used"], 0)
     out["progress"] = {"answered": stats["answers"], "left_in_quota": left, "quota": link["quota"],
                        "budget": rec["budget"], "budget_remaining": budget_left}
-    headers = {"Retry-After": str(out["wait_seconds"])} if out["wait_seconds"] else {}
-    return out, 200, headers
+    return out
 
 
 def _record(ss, an, rec, worker, answers, gold):

@@ -293,5 +293,15 @@
     }
   });
   if (window.matchMedia && window.matchMedia("(max-width: 40rem)").matches) $("instructions").open = false;
-  advance();
+  // the page came with its first step's answer (no answers sent, the next question asked for)
+  var firstEl = $("first");
+  var first = null;
+  try { first = firstEl ? JSON.parse(firstEl.textContent) : null; } catch (e) { first = null; }
+  if (first) {
+    progress(first.progress);
+    handle(first);
+    if (outbox.length) step(false);
+  } else {
+    advance();
+  }
 })();

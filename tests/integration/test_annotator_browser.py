@@ -207,7 +207,8 @@ def test_hostile_content_is_text(live, browser):
         assert "<b>name</b>" in page.inner_text("#items")
         ann.answer("dont_know", "key")
     assert dialogs == [] and page.evaluate("window.__pwned") is None
-    assert page.evaluate("document.scripts.length") == 1
+    # Shoal's script and the first question's JSON (a data block, never run) are the page's only scripts
+    assert page.evaluate("Array.from(document.scripts).map(s => s.type || 'js')") == ["application/json", "js"]
     assert all(u.startswith(live) or u.startswith("data:") for u in requests_seen), requests_seen
     assert ann.console_errors == []
     ctx.close()
