@@ -41,7 +41,7 @@ def check_image_url(value):
     >>> check_image_url("javascript:alert(1)")
     Traceback (most recent call last):
     ...
-    marshmallow.exceptions.ValidationError: ['must be an http(s) URL or a data:image/(png|jpeg|gif|webp);base64 URI']
+    marshmallow.exceptions.ValidationError: must be an http(s) URL or a data:image/(png|jpeg|gif|webp);base64 URI
     """
     if value.startswith("data:"):
         if len(value) > MAX_DATA_URI:
