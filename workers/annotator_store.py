@@ -6,8 +6,8 @@ Keys (all under the session's, so ``DELETE /v1/sessions/{id}`` removes them, and
 - ``shoal:session:{sid}:gold`` JSON list of gold questions (``items``, ``answer``)
 - ``shoal:session:{sid}:wstat:{name}`` hashes worker -> integer: ``answers``, ``ms`` (time spent
   answering), ``gold_answered``, ``gold_correct``, ``served`` (questions shown)
-- ``shoal:session:{sid}:counted`` hash assignment id -> 1: an answer retried with the same
-  assignment id is tallied once
+- ``shoal:session:{sid}:counted`` hash assignment id -> milliseconds the worker took on that
+  question: an answer retried with the same assignment id is tallied once
 - ``shoal:annotator_secret``: the signing secret when ``SHOAL_ANNOTATOR_SECRET`` is unset (made once,
   shared by every web process)
 
@@ -106,7 +106,7 @@ class AnnotatorStore:
         counted = self._key(sid, "counted")
         pipe = self.r.pipeline()
         for e in entries:
-            pipe.hsetnx(counted, e["assignment_id"], 1)
+            pipe.hsetnx(counted, e["assignment_id"], int(e["ms"]))  # the answer's own time, kept
         fresh = [e for e, new in zip(entries, pipe.execute()) if new]
         pipe = self.r.pipeline()
         for e in fresh:

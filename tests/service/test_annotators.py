@@ -105,6 +105,7 @@ def test_link_grants_its_session_only(client, store, blobs_dataset):
     assert first["results"][0]["outcome"] == "accepted" and again["results"][0]["outcome"] == "duplicate"
     recorded = ss.answers(sid, [q["question_id"]])[0]
     assert [(a["worker_id"], a["assignment_id"]) for a in recorded] == [("ann-1", f"page:ann-1:{q['question_id']}")]
+    assert store.r.hget(f"shoal:session:{sid}:counted", f"page:ann-1:{q['question_id']}") == b"1500"
     workers = client.get(f"/v1/sessions/{sid}/workers").json["workers"]
     n = 1 + (r["results"][0]["outcome"] == "accepted")
     assert workers == [{"worker_id": "ann-1", "answers": n, "seconds_per_answer": round(1.5 / n, 3), "gold_answered": 0,
