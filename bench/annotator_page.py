@@ -162,7 +162,8 @@ def _screenshots(base, browser, X, y, folder):
     lo, hi = raw[:, 2].min(), raw[:, 2].max()
     items = [{"text": f"Iris flower no. {i + 1}", "image_url": _png((raw[i, 2] - lo) / (hi - lo)),
               "fields": {n: float(v) for n, v in zip(names, raw[i])}} for i in range(len(raw))]
-    plain = requests.post(f"{base}/v1/datasets", json={"data": X.tolist(), "labels": y.tolist()}, timeout=30).json()["id"]
+    plain = requests.post(f"{base}/v1/datasets", json={"data": X.tolist(), "labels": y.tolist()},
+                          timeout=30).json()["id"]
     rich = requests.post(f"{base}/v1/datasets", json={"data": X.tolist(), "labels": y.tolist(), "items": items},
                          timeout=30).json()["id"]
     shots = {}

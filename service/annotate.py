@@ -9,10 +9,11 @@ string of the items into the page as text (``textContent``), under a Content-Sec
 that runs no inline script and loads nothing but from Shoal itself, plus images.
 """
 
+import time
 from collections import OrderedDict
 
 import numpy as np
-from flask import Blueprint, current_app, render_template, request, send_from_directory, url_for
+from flask import Blueprint, current_app, render_template, request, url_for
 from itsdangerous import BadSignature, URLSafeSerializer
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
@@ -54,20 +55,45 @@ def _serializer():
 
 
 def make_token(sid, link_id, worker_id):
-    """The signed token of a link (``worker_id`` None: a link whose worker the URL names)."""
+    """The signed token of a link: the capability in its URL.
+
+    Parameters
+    ----------
+    sid : str
+        The session the link answers in.
+    link_id : str
+        The link's record id (``lnk_...``): its expiry and revocation are read from it.
+    worker_id : str or None
+        The worker it answers as; None for a study link whose worker the URL names.
+
+    Returns
+    -------
+    str
+        URL-safe text, signed with ``SHOAL_ANNOTATOR_SECRET`` (or the secret kept in Redis); any
+        change to it fails the signature (401 ``invalid_link``).
+    """
     return _serializer().dumps({"s": sid, "l": link_id, "w": worker_id})
 
 
 def link_url(rec):
-    """The page URL of a link record (absolute, from the request's host)."""
+    """The page URL of a link.
+
+    Parameters
+    ----------
+    rec : dict
+        The link's record (``session_id``, ``id``, ``worker_id``).
+
+    Returns
+    -------
+    str
+        Absolute URL of ``/annotate/<token>`` on the request's host.
+    """
     return url_for("annotate.page", token=make_token(rec["session_id"], rec["id"], rec["worker_id"]),
                    _external=True)
 
 
 def _authorise(token):
     """``(session_id, link record, worker_id)`` of a valid token; an ``ApiError`` otherwise."""
-    import time
-
     try:
         claims = _serializer().loads(token)
         sid, link_id, worker = claims["s"], claims["l"], claims["w"]

@@ -137,7 +137,19 @@ def _item_ids_of(question, item_ids):
 def question_content(store, rec, questions):
     """Each question's ``content``: per item, its row's content (:mod:`schemas.items`) or None.
 
-    One read for the whole batch; a dataset with no content (or deleted) gives None for every item.
+    Parameters
+    ----------
+    store : workers.store.Store
+    rec : dict
+        The session's record (its ``dataset_id``).
+    questions : list of dict
+        Question documents with ``items`` (row indices).
+
+    Returns
+    -------
+    list of list of (dict or None)
+        One list per question, one entry per item, read in one round trip; all None when the
+        dataset has no content (or was deleted).
     """
     rows = sorted({i for q in questions for i in q["items"]})
     content = dict(zip(rows, store.get_items(rec["dataset_id"], rows)))

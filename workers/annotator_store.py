@@ -45,7 +45,26 @@ class AnnotatorStore:
 
     # ------------------------------------------------------------------ links
     def create_link(self, sid, *, worker_id, expires_in, quota, completion_url, instructions):
-        """Store a new link record and return it (``id``, ``worker_id``, ``expires_at``, ...)."""
+        """Store a new link record.
+
+        Parameters
+        ----------
+        sid : str
+        worker_id : str or None
+            None: a study link, the worker named by the page's URL.
+        expires_in : int
+            Seconds from now the link works.
+        quota : int or None
+            Answers per worker.
+        completion_url, instructions : str or None
+
+        Returns
+        -------
+        dict
+            The record: ``id`` (``lnk_...``), ``session_id``, ``worker_id``, ``created_at``,
+            ``expires_at`` and ``expires_ts`` (epoch seconds), ``quota``, ``completion_url``,
+            ``instructions``, ``revoked_at`` (None).
+        """
         now = time.time()
         rec = {"id": new_id("lnk"), "session_id": sid, "worker_id": worker_id, "created_at": utcnow_iso(now),
                "expires_ts": now + expires_in, "expires_at": utcnow_iso(now + expires_in), "quota": quota,

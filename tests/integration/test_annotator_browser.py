@@ -133,7 +133,8 @@ def test_pairwise_crowd_on_iris_through_the_page(live, browser, iris):
         model = {q: a for q, a in answers.items() if not q.startswith("gold-")}
         mine = {q: a for (w, q), a in recorded.items() if w == worker}
         assert mine == {q: [a] for q, a in model.items()}, worker  # none lost, none twice
-    workers = {w["worker_id"]: w for w in requests.get(f"{live}/v1/sessions/{sid}/workers", timeout=30).json()["workers"]}
+    listed = requests.get(f"{live}/v1/sessions/{sid}/workers", timeout=30).json()["workers"]
+    workers = {w["worker_id"]: w for w in listed}
     assert workers["good"]["answers"] == 40 and workers["sloppy"]["answers"] == len(sloppy_given)
     assert workers["good"]["gold_answered"] >= 4 and workers["good"]["gold_accuracy"] == 1.0
     assert workers["good"]["seconds_per_answer"] > 0

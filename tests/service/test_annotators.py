@@ -84,7 +84,8 @@ def test_link_grants_its_session_only(client, store, blobs_dataset):
     page = client.get(f"/annotate/{token}")
     assert page.status_code == 200
     csp = page.headers["Content-Security-Policy"]
-    assert "script-src 'self'" in csp and "unsafe-inline" not in csp and page.headers["Referrer-Policy"] == "no-referrer"
+    assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+    assert page.headers["Referrer-Policy"] == "no-referrer"
     data = _step(client, token).json
     q = data["question"]
     assert q and data["progress"] == {"answered": 0, "left_in_quota": 3, "quota": 3, "budget": 30,
