@@ -65,14 +65,23 @@ class AnnotatorPage:
         return self.page.evaluate("!document.getElementById('done').hidden")
 
     def rows(self):
-        """The dataset rows of the question shown, in the page's order (A, B[, C])."""
-        return self.page.eval_on_selector_all("#items .item", "els => els.map(e => Number(e.dataset.row))")
+        """The dataset rows of the question shown, in the question's order (a, b[, c]): the page may
+        show a triplet's b and c swapped (``data-slot`` says where each came from)."""
+        cards = self.page.eval_on_selector_all(
+            "#items .item", "els => els.map(e => [Number(e.dataset.slot), Number(e.dataset.row)])")
+        return [row for _, row in sorted(cards)]
+
+    def swapped(self):
+        return self.page.evaluate("document.getElementById('app').dataset.swapped === '1'")
 
     def question_id(self):
         return self.page.evaluate("document.getElementById('app').dataset.questionId")
 
     def answer(self, value, how="click", timeout=60):
         """Answer the question shown by a click on its button or its key; wait for the next one.
+
+        ``value`` is the answer to the question as asked (``yes``: a is closer to b), whichever side
+        the page shows b on.
 
         Returns
         -------
@@ -81,6 +90,8 @@ class AnnotatorPage:
         """
         before = self.ready()
         triplet = len(self.rows()) == 3
+        if triplet and value in ("yes", "no") and self.swapped():  # the button of the candidate shown as B
+            value = {"yes": "no", "no": "yes"}[value]
         t0 = time.perf_counter()
         if how == "click":
             self.page.click(f'button.answer[data-answer="{value}"]')

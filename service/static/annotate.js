@@ -173,11 +173,22 @@
     return card;
   }
 
+  // A triplet's candidates change sides at random (no position bias); the answer is mapped back.
+  var FLIP = {yes: "no", no: "yes"};
+
   function show(q) {
     var box = $("items");
     while (box.firstChild) box.removeChild(box.firstChild);
-    q.items.forEach(function (it) { box.appendChild(renderItem(it)); });
-    current = {q: q, shownAt: performance.now()};
+    var swap = q.items.length === 3 && Math.random() < 0.5;
+    var shown = swap ? [q.items[0], q.items[2], q.items[1]] : q.items;
+    shown.forEach(function (it, i) {
+      var card = renderItem({label: "ABC"[i], row: it.row, item_id: it.item_id, content: it.content,
+                             features: it.features});
+      card.dataset.slot = String(q.items.indexOf(it));
+      box.appendChild(card);
+    });
+    app.dataset.swapped = swap ? "1" : "0";
+    current = {q: q, shownAt: performance.now(), swap: swap};
     setBusy(false);
     var first = $("question").hidden;
     showScreen("question", first && document.activeElement === document.body);
@@ -244,6 +255,7 @@
     if (!current || stopped) return;
     answeredAt = performance.now();
     var ms = Math.round(answeredAt - current.shownAt);
+    if (current.swap && FLIP[value]) value = FLIP[value];
     commitHeld();
     held = {q: current.q, answer: value, ms: ms};
     current = null;

@@ -80,13 +80,17 @@ def _axe(page):
     assert not bad, bad
 
 
-def _work(ann, y, n, rng=None, hows=("click", "key", "letter")):
-    """Answer ``n`` questions from the truth (at random with ``rng``); returns {question_id: answer}."""
+def _work(ann, y, n, rng=None, hows=("click", "key", "letter"), swaps=None):
+    """Answer ``n`` questions from the truth (at random with ``rng``); returns {question_id: answer}.
+
+    ``swaps`` (a list) collects whether the page showed each triplet's candidates swapped."""
     given = {}
     for i in range(n):
         if ann.done():
             break
         rows, qid = ann.rows(), ann.question_id()
+        if swaps is not None:
+            swaps.append(ann.swapped())
         words = ["yes", "no", "dont_know"] if len(rows) == 3 else ["must_link", "cannot_link", "dont_know"]
         value = str(rng.choice(words[:2])) if rng is not None else truth(y, rows)
         ann.answer(value, hows[i % len(hows)])
@@ -162,9 +166,11 @@ def test_triplets_by_click_and_key_with_undo(live, browser, iris):
     ann.page.keyboard.press("u")
     ann.page.wait_for_function("qid => document.getElementById('app').dataset.questionId === qid", arg=qid)
     given = {qid: right}
+    assert ann.rows() == rows  # the same question (its candidates may have changed sides)
     ann.answer(right, "key")
-    given.update(_work(ann, y, 29))
-    assert len(given) == 30
+    swaps = []
+    given.update(_work(ann, y, 29, swaps=swaps))
+    assert len(given) == 30 and 0 < sum(swaps) < len(swaps)  # b and c shown on either side
     ann.flushed()
     recorded = {q: a for (w, q), a in _recorded(live, sid).items() if w == "t1"}
     assert recorded == {q: [a] for q, a in given.items()}
