@@ -3,6 +3,7 @@
 from marshmallow import Schema, ValidationError, fields, validate, validates_schema
 
 from .fields import Matrix, no_repeats
+from .items import item_list_field
 from .paging import PageArgsSchema
 
 
@@ -30,6 +31,10 @@ class DatasetCreateSchema(Schema):
         metadata={"description": "Optional client item ids, unique; results and errors use them"},
     )
 
+    items = item_list_field(load_default=None, metadata={
+        "description": "Optional content per row for people (text, image_url, fields; null for none); "
+                       "shown on annotator pages and carried by questions"})
+
     @validates_schema
     def _lengths(self, data, **kwargs):
         X = data.get("data")
@@ -47,6 +52,9 @@ class DatasetCreateSchema(Schema):
         if ids is not None and n is not None:
             if len(ids) != n:
                 errors["item_ids"] = [f"has {len(ids)} values for {n} rows"]
+        items = data.get("items")
+        if items is not None and n is not None and len(items) != n:
+            errors["items"] = [f"has {len(items)} values for {n} rows"]
         if errors:
             raise ValidationError(errors)
 
@@ -61,6 +69,7 @@ class DatasetSchema(Schema):
     has_labels = fields.Boolean()
     n_classes = fields.Integer(allow_none=True)
     has_item_ids = fields.Boolean()
+    has_items = fields.Boolean(metadata={"description": "rows carry content for people (items)"})
     checksum = fields.String(metadata={"description": "sha256 of the float64 matrix bytes"})
     created_at = fields.String()
     expires_at = fields.String(allow_none=True)

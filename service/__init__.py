@@ -69,9 +69,10 @@ def create_app(config=None):
     keys = auth.register(app)
     api = ShoalApi(app)
     auth.document(api, required=bool(keys))
-    from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
+    from . import annotate, annotators, constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
 
-    for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):
+    for bp in (datasets.blp, jobs.blp, sessions.blp, annotators.blp, constraints.blp, methods.blp, health.blp,
+               metrics.blp):
         # flask-smorest's etag decorator only sets the ETag; _not_modified answers every conditional GET
         # (its own check, a strong comparison answered without the ETag, would come first).
         bp._check_not_modified = _etag_checked_after_request
@@ -94,6 +95,7 @@ def create_app(config=None):
     from . import ui
 
     app.register_blueprint(ui.blp)
+    app.register_blueprint(annotate.blp)  # the page and its JSON, outside the API (and its spec)
 
     @app.get("/openapi.yaml")
     def openapi_yaml():
@@ -136,7 +138,8 @@ def _require_json():
 
 
 #: Path arguments that are record ids: the prefix of the ids the API makes, and what they name.
-_PATH_IDS = {"dataset_id": ("ds", "dataset"), "job_id": ("job", "job"), "session_id": ("ses", "session")}
+_PATH_IDS = {"dataset_id": ("ds", "dataset"), "job_id": ("job", "job"), "session_id": ("ses", "session"),
+             "link_id": ("lnk", "link")}
 
 
 def _check_path_ids():

@@ -20,7 +20,8 @@ from .errors import ApiError
 #: Routes open without a key: the probes an orchestrator calls, the API's description, and the static files
 #: of /docs and of the result pages (the pages themselves, /ui/jobs/... and /ui/sessions/..., need a key).
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.yaml", "/openapi.json"})
-OPEN_PREFIXES = ("/docs", "/ui/static/")  # the pages' scripts and styles (service.ui): public code
+OPEN_PREFIXES = ("/docs", "/ui/static/", "/annotate/")  # /ui/static/: the pages' public scripts and styles;
+# /annotate/<token>: the token is the credential (service.annotate)
 #: Shorter keys are refused at start-up: they could be guessed.
 MIN_KEY_LENGTH = 16
 

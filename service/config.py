@@ -45,6 +45,10 @@ class Config:
     # API keys (service.auth): comma-separated, and / or a file with one per line; none: no key needed.
     SHOAL_API_KEYS = os.environ.get("SHOAL_API_KEYS", "")
     SHOAL_API_KEYS_FILE = os.environ.get("SHOAL_API_KEYS_FILE", "")
+    # Signs annotator links (service.annotate); empty: a random secret kept in Redis, shared by every process.
+    SHOAL_ANNOTATOR_SECRET = os.environ.get("SHOAL_ANNOTATOR_SECRET", "")
+    # Seconds the annotator page holds the last answer before sending it, so that it can be undone.
+    SHOAL_ANNOTATE_UNDO_SECONDS = _int("SHOAL_ANNOTATE_UNDO_SECONDS", 5)
     TESTING = False
 
 

@@ -6,6 +6,7 @@ from flask_smorest import Blueprint
 from clustering.exceptions import InvalidInputError
 from clustering.validation import check_values
 from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, DatasetListSchema, DatasetSchema
+from schemas.items import ItemsInfoSchema, ItemsRequestSchema, clean_item
 from workers.records import is_record_id
 from workers.dataset_store import DatasetInUse
 from workers.session_store import refuse_if_in_use
@@ -80,8 +81,10 @@ def create_dataset(body):
     X = body["data"]
     check_size(X)
     check_data_values(X)
-    meta = get_store().put_dataset(X, name=body.get("name"), labels=body.get("labels"),
-                                   item_ids=body.get("item_ids"))
+    store = get_store()
+    meta = store.put_dataset(X, name=body.get("name"), labels=body.get("labels"), item_ids=body.get("item_ids"))
+    if body.get("items") is not None:
+        meta["has_items"] = store.put_items(meta["id"], [clean_item(it) for it in body["items"]])
     return meta, 201, {"Location": url_for("datasets.get_dataset", dataset_id=meta["id"])}
 
 
@@ -131,3 +134,22 @@ def delete_dataset(dataset_id):
     if not deleted:
         raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired")
     return ""
+
+
+@blp.route("/<string:dataset_id>/items", methods=["PUT"])
+@blp.arguments(ItemsRequestSchema)
+@blp.response(200, ItemsInfoSchema)
+@problem_docs(blp, (404, "Unknown or expired dataset"), (413, "Body too large"),
+              (422, "Not one item per row, a bad image_url (javascript:, SVG, ...), text or fields too long"))
+def put_items(body, dataset_id):
+    """Replace the content people see of each row: ``text``, ``image_url``, ``fields`` (one object or null per row)."""
+    store = get_store()
+    meta = dataset_or_404(store, dataset_id)
+    items = body["items"]
+    if len(items) != meta["n_samples"]:
+        detail = f"has {len(items)} values for {meta['n_samples']} rows"
+        raise ApiError(422, "invalid_input", f"items {detail}", errors={"/items": [detail]})
+    cleaned = [clean_item(it) for it in items]
+    if not store.put_items(dataset_id, cleaned):
+        raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired")
+    return {"dataset_id": dataset_id, "n_items": sum(it is not None for it in cleaned)}

@@ -71,6 +71,7 @@ class DatasetStoreMixin:
             "has_labels": labels is not None,
             "n_classes": None if labels is None else len(set(labels)),
             "has_item_ids": item_ids is not None,
+            "has_items": False,
             "checksum": hashlib.sha256(X.tobytes()).hexdigest(),
             "created_at": utcnow_iso(now),
             "created_ts": now,
@@ -106,6 +107,46 @@ class DatasetStoreMixin:
         """The dataset's item ids (list of str), or None if it has none or is gone."""
         aux = self.r.get(f"{PREFIX}dataset:{did}:aux")
         return json.loads(aux).get("item_ids") if aux else None
+
+    def put_items(self, did, items):
+        """Replace the content of a dataset's rows (:mod:`schemas.items`); False if the dataset is gone.
+
+        Parameters
+        ----------
+        did : str
+        items : list of (dict or None)
+            One per row, in row order (validated); None rows are stored as nothing.
+
+        Returns
+        -------
+        bool
+            Whether the dataset existed; its metadata's ``has_items`` is set in the same step.
+        """
+        key = f"{PREFIX}dataset:{did}"
+        rows = {str(i): json.dumps(it) for i, it in enumerate(items) if it}
+
+        def tx(pipe):
+            if not pipe.exists(key):
+                pipe.unwatch()
+                return False
+            ttl = pipe.ttl(key)
+            pipe.multi()
+            pipe.delete(f"{key}:items")
+            if rows:
+                pipe.hset(f"{key}:items", mapping=rows)
+                if ttl and ttl > 0:
+                    pipe.expire(f"{key}:items", ttl)
+            pipe.hset(key, "has_items", json.dumps(bool(rows)))
+            return True
+
+        return self.r.transaction(tx, key, value_from_callable=True)
+
+    def get_items(self, did, rows):
+        """The content of ``rows`` (ints) of dataset ``did``: one dict or None per row."""
+        if not rows:
+            return []
+        raw = self.r.hmget(f"{PREFIX}dataset:{did}:items", [str(int(i)) for i in rows])
+        return [json.loads(v) if v else None for v in raw]
 
     def list_datasets(self, *, page_size=20, page_token=None):
         """Dataset metadata, newest first, cursor-paginated: ``(records, next_page_token)``
@@ -252,7 +293,7 @@ class DatasetStoreMixin:
             pipe.multi()
             for session_key, ids in keep:
                 pipe.set(session_key, ids, ex=self.settings.job_ttl or None)
-            pipe.delete(key, f"{key}:X", f"{key}:aux")
+            pipe.delete(key, f"{key}:X", f"{key}:aux", f"{key}:items")
             pipe.zrem(f"{PREFIX}datasets", did)
             ttl = self._users_ttl(0)
             if ttl:
