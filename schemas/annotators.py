@@ -7,7 +7,7 @@ from .items import HTTP_URL
 #: Longest life of a link (s), and the default.
 MAX_LINK_SECONDS = 90 * 24 * 3600
 DEFAULT_LINK_SECONDS = 7 * 24 * 3600
-WORKER_ID = validate.Regexp(r"[A-Za-z0-9_.@:-]{1,200}\Z",
+WORKER_ID = validate.Regexp(r"^[A-Za-z0-9_.@:-]{1,200}(?![\s\S])",  # the end of the string, in ECMA regex too
                             error="1-200 characters: letters, digits and _ . @ : -")
 
 

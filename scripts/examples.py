@@ -51,6 +51,8 @@ def record(base):
                                                  "item_ids": [f"item-{i}" for i in range(len(Y))]})
     did = ds["id"]
     rec.call("GET", f"/v1/datasets/{did}", "/v1/datasets/{dataset_id}")
+    rec.call("PUT", f"/v1/datasets/{did}/items", "/v1/datasets/{dataset_id}/items", body={"items": [
+        {"text": f"Point {i} of group {y}", "fields": {"group": str(y)}} for i, y in enumerate(Y)]})
     job = rec.call("POST", "/v1/jobs", body={
         "dataset_id": did, "method": "e2cp", "n_clusters": 3, "scale": "zscore", "random_state": 0,
         "constraints": {"must_link": [[0, 1], [4, 5]], "cannot_link": [[0, 8]]}})
@@ -85,6 +87,14 @@ def record(base):
     rec.call("POST", f"{path}/answers", "/v1/sessions/{session_id}/answers", body={"answers": answers})
     rec.wait(path, lambda s: s["observed_revision"] == s["revision"])
     rec.call("GET", path, "/v1/sessions/{session_id}")
+    rec.call("POST", f"{path}/gold", "/v1/sessions/{session_id}/gold",
+             body={"questions": [{"items": [0, 1], "answer": "must_link"}, {"items": [0, 8], "answer": "cannot_link"}],
+                   "every": 5})
+    rec.call("POST", f"{path}/annotators", "/v1/sessions/{session_id}/annotators",
+             body={"worker_id": "alice", "expires_in": 86400, "quota": 20,
+                   "completion_url": "https://app.prolific.com/submissions/complete?cc=C1A2B3"})
+    rec.call("GET", f"{path}/annotators", "/v1/sessions/{session_id}/annotators")
+    rec.call("GET", f"{path}/workers", "/v1/sessions/{session_id}/workers")
     rec.call("GET", f"{path}/questions", "/v1/sessions/{session_id}/questions", params={"page_size": 2})
     rec.call("GET", f"{path}/model", "/v1/sessions/{session_id}/model")
     rec.call("GET", "/v1/sessions", params={"page_size": 1})

@@ -36,7 +36,8 @@ LAYERS = {
         # dispatch and liveness: sending tasks, recovering a lost worker's work
         {"workers.liveness", "workers.submit"},
         # records in Redis
-        {"workers.store", "workers.session_store", "workers.dataset_store", "workers.tracking"},
+        {"workers.store", "workers.session_store", "workers.dataset_store", "workers.tracking",
+         "workers.annotator_store"},
         # below the records: the broker's configuration and producer, record encoding, settings, helpers
         {"workers.broker", "workers.records", "workers.session_scripts", "workers.stats", "workers.config",
          "workers.callbacks", "workers.crowd", "workers.registry", "workers.projection", "workers"},
