@@ -13,10 +13,7 @@ SAMPLES_PER_CLUSTER = 5
 
 
 def item_content(store, dataset_id, rows):
-    """What a person sees of each row (``text``, ``image_url``, ``fields``), when the dataset has it.
-
-    The one place the pages read item content: datasets carry it only where the store offers
-    ``get_items(dataset_id, rows)`` (a mapping row -> ``{"text", "image_url", "fields"}``).
+    """What a person sees of each row (``text``, ``image_url``, ``fields``), where the dataset has it.
 
     Parameters
     ----------
@@ -27,14 +24,11 @@ def item_content(store, dataset_id, rows):
     Returns
     -------
     dict of int to dict
-        Row -> its content (members absent or None when not given); empty without content.
+        Row -> its content (members absent or None when not given); rows without content are left out.
     """
-    get_items = getattr(store, "get_items", None)
-    if get_items is None or not rows:
-        return {}
-    found = get_items(dataset_id, [int(r) for r in rows]) or {}
-    items = found.items() if isinstance(found, dict) else zip(rows, found)
-    return {int(r): {k: c.get(k) for k in ("text", "image_url", "fields")} for r, c in items if c}
+    rows = [int(r) for r in rows]
+    return {r: {k: c.get(k) for k in ("text", "image_url", "fields")}
+            for r, c in zip(rows, store.get_items(dataset_id, rows)) if c}
 
 
 def points(projection, labels, item_ids):
