@@ -60,13 +60,17 @@ def create_app(config=None):
     elif config is not None:
         app.config.from_object(config)
 
+    from . import audit, limits
+
     request_id.register(app)
+    limits.register(app)  # before the key check: a flood of bad keys is limited per client address
     auth.register(app)
     api = ShoalApi(app)
     auth.document(api)
-    from . import constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
+    from . import constraints, datasets, health, idempotency, jobs, keys, methods, metrics, sessions
 
-    for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp):
+    for bp in (datasets.blp, jobs.blp, sessions.blp, constraints.blp, methods.blp, health.blp, metrics.blp,
+               keys.blp):
         # flask-smorest's etag decorator only sets the ETag; _not_modified answers every conditional GET
         # (its own check, a strong comparison answered without the ETag, would come first).
         bp._check_not_modified = _etag_checked_after_request
@@ -84,6 +88,7 @@ def create_app(config=None):
     app.after_request(_without_content_no_type)  # runs after _not_modified (reverse order of registration)
     app.after_request(_not_modified)
     idempotency.register(app)
+    audit.register(app)
 
     app.register_blueprint(docs.blp)
 

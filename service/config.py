@@ -45,6 +45,18 @@ class Config:
     # API keys (service.auth): comma-separated, and / or a file with one per line; none: no key needed.
     SHOAL_API_KEYS = os.environ.get("SHOAL_API_KEYS", "")
     SHOAL_API_KEYS_FILE = os.environ.get("SHOAL_API_KEYS_FILE", "")
+    # Admin keys (scopes read, write, admin; service.keys): comma-separated, ``tenant:key`` or a bare key.
+    SHOAL_ADMIN_KEYS = os.environ.get("SHOAL_ADMIN_KEYS", "")
+    # Rate limits (service.limits): requests/s and burst per API key (per address without keys) and per address.
+    SHOAL_RATE_LIMITS = os.environ.get("SHOAL_RATE_LIMITS", "on").strip().lower() not in ("0", "off", "false", "no")
+    SHOAL_RATE_PER_KEY = _int("SHOAL_RATE_PER_KEY", 50)
+    SHOAL_RATE_BURST = _int("SHOAL_RATE_BURST", 100)
+    SHOAL_RATE_PER_IP = _int("SHOAL_RATE_PER_IP", 200)
+    SHOAL_RATE_IP_BURST = _int("SHOAL_RATE_IP_BURST", 400)
+    # Quotas per tenant (API keys on; PUT /v1/admin/tenants/{tenant}/limits overrides them).
+    SHOAL_MAX_ACTIVE_JOBS = _int("SHOAL_MAX_ACTIVE_JOBS", 100)
+    SHOAL_MAX_OPEN_SESSIONS = _int("SHOAL_MAX_OPEN_SESSIONS", 20)
+    SHOAL_MAX_STORED_BYTES = _int("SHOAL_MAX_STORED_BYTES", 2 * 1024 ** 3)
     TESTING = False
 
 
