@@ -6,8 +6,10 @@ from flask_smorest import Api
 
 from workers.records import is_record_id
 
-from . import auth, body, docs, errors, request_id
+from . import auth, body, docs, errors, request_id, strict_json
 from .config import Config
+
+strict_json.install()  # before the views' modules are imported: their @blp.arguments bind the parser
 
 
 class StrictJSONProvider(DefaultJSONProvider):
@@ -80,6 +82,7 @@ def create_app(config=None):
         api.spec.components.header(component, header)
     errors.register(app)
     app.before_request(body.size_chunked_body)  # after the API-key check: an unauthorised body is not read
+    app.before_request(strict_json.check_constraint_body_size)
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
     app.before_request(body.check_unicode)

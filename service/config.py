@@ -36,6 +36,8 @@ class Config:
     SHOAL_MAX_FEATURES = _int("SHOAL_MAX_FEATURES", 10_000)
     SHOAL_MAX_CELLS = _int("SHOAL_MAX_CELLS", 10_000_000)
     SHOAL_MAX_CONSTRAINTS = _int("SHOAL_MAX_CONSTRAINTS", 200_000)
+    # Bytes one constraint may take in a job or check body (service.strict_json): longer bodies are a 413 unread.
+    SHOAL_BYTES_PER_CONSTRAINT = _int("SHOAL_BYTES_PER_CONSTRAINT", 64)
     SHOAL_RETRY_AFTER = _int("SHOAL_RETRY_AFTER", 1)
     # Seconds an Idempotency-Key keeps the response of the creating POST it was sent with.
     SHOAL_IDEMPOTENCY_TTL = _int("SHOAL_IDEMPOTENCY_TTL", 24 * 3600)
