@@ -180,6 +180,12 @@ def beat(store, name):
             continue  # another live worker is recovering it
         recovered += recover_worker(store, lost)
         store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
+    from . import fair
+
+    try:
+        fair.release(store)  # held jobs whose release a start missed (a worker lost before it released)
+    except Exception:  # noqa: BLE001 - Redis or the broker away: the next beat tries again
+        log.warning("held jobs not released", exc_info=True)
     return recovered + dispatch_unsent(store)
 
 

@@ -8,6 +8,7 @@ import logging
 
 from kombu.exceptions import OperationalError
 
+from . import fair
 from .celery_app import make_celery
 
 #: Broker failures (Redis down while enqueueing), for the service's 503 handler.
@@ -63,12 +64,17 @@ def submit_job(store, **job):
     """Create a QUEUED job and enqueue ``shoal.run_job``; returns the record.
 
     If the broker cannot be reached the job is marked FAILED and the Redis
-    error propagates (the service answers 503). Should the caller die
+    error propagates (the service answers 503). A tenant with ``fair_inflight``
+    jobs in the queue already has this one held (:mod:`workers.fair`): its task
+    is sent when one of them starts. Should the caller die
     between the two steps, a live worker sends the task later
     (:func:`workers.liveness.dispatch_unsent`).
     """
     rec = store.create_job(**job)
     try:
+        if not fair.admit(store, rec):  # its tenant has jobs enough in the queue: held (workers.fair)
+            store.mark_sent(rec["id"])
+            return rec
         # the first dispatch's task id is the job id (the record's ``dispatch``, workers.liveness)
         send_job(store.settings, rec["id"], rec["dispatch"])
     except Exception:
