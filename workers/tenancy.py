@@ -234,3 +234,38 @@ def quota_used(r, tenant, kind, still_counts):
     if gone:
         r.zrem(key, *gone)
     return float(sum(w for (_, w), k in zip(members, keep) if k))
+
+
+#: Record key of each listing kind (what must still exist for an id to stay listed).
+_RECORD_KEY = {"datasets": f"{PREFIX}dataset:{{}}", "jobs": f"{PREFIX}job:{{}}", "sessions": f"{PREFIX}session:{{}}"}
+PRUNE_LOCK = f"{PREFIX}prune:lock"
+
+
+def prune_indexes(r, batch=200, every=30):
+    """Drop expired ids from the listing indexes: the oldest ``batch`` of each index, at most once per ``every`` s.
+
+    Records expire by TTL, and only a listing dropped their ids from the index: the index sets
+    grew with every record ever made until someone listed. A worker's heartbeat calls this
+    (:func:`workers.liveness.beat`); one worker at a time does the work (a lock that expires
+    after ``every`` seconds). The oldest ids are the ones that expire first.
+
+    Returns
+    -------
+    int
+        Ids dropped (0 when another worker pruned less than ``every`` seconds ago).
+    """
+    if not r.set(PRUNE_LOCK, b"1", nx=True, ex=every):
+        return 0
+    dropped = 0
+    for key in all_index_keys(r):
+        kind = key.rsplit(":", 1)[-1]
+        ids = [m.decode() for m in r.zrange(key, 0, batch - 1)]
+        if not ids:
+            continue
+        pipe = r.pipeline()
+        for rid in ids:
+            pipe.exists(_RECORD_KEY[kind].format(rid))
+        gone = [rid for rid, there in zip(ids, pipe.execute()) if not there]
+        if gone:
+            dropped += r.zrem(key, *gone)
+    return dropped

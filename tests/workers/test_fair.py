@@ -46,3 +46,18 @@ def test_release_serves_tenants_round_robin_and_skips_cancelled_jobs(fstore):
     fair.release(fstore, send=lambda s, jid, task: sent.append(jid))
     assert sorted(sent) == sorted([a[3]["id"], b[2]["id"], b[3]["id"]])
     assert fair.release(fstore, send=lambda s, jid, task: sent.append(jid)) == []
+
+
+def test_the_sweep_prunes_expired_ids_from_the_listing_indexes(store):
+    from workers.tenancy import PRUNE_LOCK, index_key, prune_indexes
+
+    import numpy as np
+
+    keep = store.put_dataset(np.zeros((2, 1)), owner="prune-t")["id"]
+    gone = store.put_dataset(np.zeros((2, 1)), owner="prune-t")["id"]
+    store.r.delete(f"shoal:dataset:{gone}")  # as if it expired
+    store.r.delete(PRUNE_LOCK)
+    assert prune_indexes(store.r, batch=10_000) >= 1
+    listed = {m.decode() for m in store.r.zrange(index_key("datasets", "prune-t"), 0, -1)}
+    assert keep in listed and gone not in listed
+    assert prune_indexes(store.r) == 0  # another worker pruned a moment ago
