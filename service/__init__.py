@@ -100,6 +100,10 @@ def create_app(config=None):
         return Response(api.spec.to_yaml(), mimetype="application/yaml")
 
     app.extensions["shoal_api"] = api
+    if app.config.get("SHOAL_RATE_LIMITS", True):
+        from .concurrency import ConcurrencyGate
+
+        app.wsgi_app = ConcurrencyGate(app.wsgi_app)
     return app
 
 

@@ -151,6 +151,9 @@ def _too_many(exc):
     rl = next((r for r in _limits_of_request() if r.breached), None)
     wait = max(1, math.ceil(rl.reset_at - time.time())) if rl is not None else 1
     scope = "this API key" if rl is None or "ip:" not in rl.key else "this client address"
+    from .concurrency import delay_refusal
+
+    delay_refusal()  # a client that retries at once waits (a greenlet), instead of spinning the CPU
     return problem_response(429, "rate_limited", f"too many requests from {scope}: at most {exc.limit.limit} "
                             f"(send again in {wait} s)", title="Too many requests",
                             headers={"Retry-After": str(wait)})

@@ -5,7 +5,8 @@ made that job wait for all 500. So each tenant has at most ``fair_inflight`` job
 (``SHOAL_FAIR_INFLIGHT``, 2) sent to the broker and not yet started; its further jobs wait in
 its own list in Redis, and whenever a job starts (and at every worker heartbeat) the lists are
 served round-robin, one job per tenant per round, while a tenant has room. A job another
-tenant submits meets at most ``fair_inflight`` jobs of each other tenant in the queue.
+tenant submits meets at most ``fair_inflight`` jobs of each other tenant in the queue. Jobs
+without owner (a deployment without API keys: one tenant) are sent at once, as before.
 ``SHOAL_FAIR_INFLIGHT=0``: no holding back (every job's task is sent at once).
 
 Layout (prefixed ``shoal:``)::
@@ -73,9 +74,9 @@ def admit(store, rec):
     bool
     """
     k = store.settings.fair_inflight
-    if k <= 0:
+    tenant = rec.get("owner")
+    if k <= 0 or tenant is None:  # one tenant (no API keys): the queue's own order is fair
         return True
-    tenant = rec.get("owner") or NO_TENANT
     inflight, held = _keys(tenant)
     return bool(store.r.eval(_ADMIT_LUA, 3, inflight, held, TENANTS, rec["id"], time.time(), k, tenant))
 
