@@ -78,6 +78,7 @@ def create_app(config=None):
         bp._check_not_modified = _etag_checked_after_request
         api.register_blueprint(bp)
     _register_session_params(api)
+    _document_429(api)
     for component, header in HEADERS.values():
         api.spec.components.header(component, header)
     errors.register(app)
@@ -105,6 +106,16 @@ def create_app(config=None):
 
         app.wsgi_app = ConcurrencyGate(app.wsgi_app)
     return app
+
+
+def _document_429(api):
+    """Every operation but the probes and the docs may answer 429 (rate limits, quotas: :mod:`service.limits`)."""
+    for path, ops in api.spec._paths.items():
+        if path in auth.OPEN_PATHS or path.startswith(auth.OPEN_PREFIXES):
+            continue
+        for method, op in ops.items():
+            if isinstance(op, dict) and "responses" in op:
+                op["responses"].setdefault("429", {"$ref": "#/components/responses/TOO_MANY_REQUESTS"})
 
 
 def _register_session_params(api):
