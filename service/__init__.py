@@ -110,12 +110,13 @@ def create_app(config=None):
 
 def _document_429(api):
     """Every operation but the probes and the docs may answer 429 (rate limits, quotas: :mod:`service.limits`)."""
+    ref = api.spec.components.get_ref("response", "TOO_MANY_REQUESTS")  # a lazy component: included once referenced here
     for path, ops in api.spec._paths.items():
         if path in auth.OPEN_PATHS or path.startswith(auth.OPEN_PREFIXES):
             continue
         for method, op in ops.items():
             if isinstance(op, dict) and "responses" in op:
-                op["responses"].setdefault("429", {"$ref": "#/components/responses/TOO_MANY_REQUESTS"})
+                op["responses"].setdefault("429", ref)
 
 
 def _register_session_params(api):
