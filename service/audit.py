@@ -46,5 +46,15 @@ def _line(response):
 
 
 def register(app):
-    """Log every write once its answer is known (register after the hooks that may change the answer)."""
+    """Log every write once its answer is known (register after the hooks that may change the answer).
+
+    The logger writes its lines to stderr at INFO (gunicorn configures only its own loggers),
+    the JSON alone on each line, and passes them on to the root logger's handlers too.
+    """
+    if not any(getattr(h, "shoal_audit", False) for h in log.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        handler.shoal_audit = True
+        log.addHandler(handler)
+        log.setLevel(logging.INFO)
     app.after_request(_line)
