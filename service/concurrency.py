@@ -85,7 +85,12 @@ class ConcurrencyGate:
                 ("RateLimit", '"concurrency";r=0;t=1')])
             return [body]
         try:
-            return list(self.app(environ, start_response))
+            result = self.app(environ, start_response)
+            try:
+                return list(result)  # read here, so the request counts until its answer is made
+            finally:
+                if hasattr(result, "close"):
+                    result.close()
         finally:
             with self.lock:
                 left = self.running.get(who, 1) - 1
