@@ -14,7 +14,7 @@ def _key():
 @pytest.fixture()
 def limited(store):
     a, b, ops = _key(), _key(), _key()
-    app = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_RATE_PER_KEY": 5, "SHOAL_RATE_BURST": 10,
+    app = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_RATE_LIMITS": True, "SHOAL_RATE_PER_KEY": 5, "SHOAL_RATE_BURST": 10,
                       "SHOAL_RATE_PER_IP": 1000, "SHOAL_RATE_IP_BURST": 2000,
                       "SHOAL_API_KEYS": f"ta-{a[:6]}:{a},tb-{b[:6]}:{b}", "SHOAL_ADMIN_KEYS": ops})
     auth = {name: {"Authorization": f"Bearer {k}"} for name, k in (("a", a), ("b", b), ("ops", ops))}
