@@ -2,7 +2,8 @@
 
 Starts Redis, a Celery worker (concurrency 2) and gunicorn (2 workers) as ``./run.sh`` does, with
 API keys for two tenants and the default rate limits and quotas. The quiet tenant reads its
-dataset (``GET /v1/datasets/{id}``, one request after another) for ``--quiet`` seconds alone,
+dataset (``GET /v1/datasets/{id}``, one request after another, at most 20 a second: within its own
+rate limit, whose 429s would be measured otherwise) for ``--quiet`` seconds alone,
 then while the flooding tenant runs ``--connections`` connections for ``--seconds`` seconds,
 each sending ``POST /v1/jobs`` (a spectral job on its own 40-row dataset) and ``GET /v1/jobs``
 in turn as fast as answers come (in a process of their own). Five seconds into the flood the quiet tenant submits one job
@@ -43,14 +44,17 @@ def _ts(iso):
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def _reads(base, auth, url, seconds):
+def _reads(base, auth, url, seconds, interval=0.05):
+    """GETs one after another, one per ``interval`` at most (20/s: within the key's own rate limit)."""
     s = requests.Session()
     lat, codes, end = [], collections.Counter(), time.monotonic() + seconds
     while time.monotonic() < end:
         t0 = time.perf_counter()
         r = s.get(url, headers=auth, timeout=30)
-        lat.append(time.perf_counter() - t0)
+        took = time.perf_counter() - t0
+        lat.append(took)
         codes[r.status_code] += 1
+        time.sleep(max(0.0, interval - took))
     return lat, codes
 
 
@@ -71,8 +75,10 @@ def _flood(base, auth, body, stop, codes, lock):
         k += 1
 
 
-def _flood_process(base, auth, body, connections, seconds, queue):
+def _flood_process(base, auth, body, connections, seconds, queue, nice=False):
     """The flooding tenant, in a process of its own: its threads do not hold the quiet tenant's client back."""
+    if nice:
+        os.nice(19)  # a client on another machine takes no CPU from the server; on this box it would
     stop, codes, lock = threading.Event(), collections.Counter(), threading.Lock()
     threads = [threading.Thread(target=_flood, args=(base, auth, body, stop, codes, lock), daemon=True)
                for _ in range(connections)]
@@ -93,6 +99,8 @@ def main(argv=None):
     ap.add_argument("--nice-worker", action="store_true",
                     help="run the Celery worker at nice 19 (on a shared box: the jobs it runs take no CPU "
                          "from the API, as when workers have nodes of their own)")
+    ap.add_argument("--nice-client", action="store_true",
+                    help="run the flooding client at nice 19 (its 50 threads share the box with the server)")
     ap.add_argument("--out", default="bench/results/tenant_flood.json")
     args = ap.parse_args(argv)
     st = Stack(env={"SHOAL_API_KEYS": f"flooder:{FLOOD_KEY},quiet:{QUIET_KEY}"})
@@ -114,12 +122,13 @@ def main(argv=None):
         while not requests.get(f"{base}/v1/jobs/{jid}", headers=qa, timeout=30).json()["done"]:
             time.sleep(0.2)
         url = f"{base}/v1/datasets/{qds}"
-        quiet_lat, _ = _reads(base, qa, url, args.quiet)
+        quiet_lat, quiet_codes = _reads(base, qa, url, args.quiet)
 
         fbody = {"dataset_id": fds, "method": "spectral", "n_clusters": 2}
         queue = multiprocessing.Queue()
         flooder = multiprocessing.Process(target=_flood_process,
-                                          args=(base, fa, fbody, args.connections, args.seconds, queue))
+                                          args=(base, fa, fbody, args.connections, args.seconds, queue,
+                                                args.nice_client))
         t_start = time.monotonic()
         flooder.start()
         result = {}
@@ -152,7 +161,9 @@ def main(argv=None):
     fcodes = {str(k): v for k, v in sorted(codes.items(), key=lambda kv: str(kv[0]))}
     five = sum(v for k, v in codes.items() if isinstance(k, int) and k >= 500)
     out = {"connections": args.connections, "seconds": args.seconds, "nice_worker": args.nice_worker,
-           "quiet_tenant": {"alone": {"n": len(quiet_lat), "p50_ms": q50, "p99_ms": q99},
+           "nice_client": args.nice_client,
+           "quiet_tenant": {"alone": {"n": len(quiet_lat), "p50_ms": q50, "p99_ms": q99,
+                                      "statuses": {str(k): v for k, v in quiet_codes.items()}},
                             "under_flood": {"n": len(flood_lat), "p50_ms": f50, "p99_ms": f99,
                                             "statuses": {str(k): v for k, v in flood_codes.items()}},
                             "p99_ratio": f99 / q99, "job": result},
@@ -161,8 +172,8 @@ def main(argv=None):
     with open(args.out, "w") as fh:
         json.dump(out, fh, indent=1)
     print(f"{'quiet tenant GET':24} {'n':>6} {'p50 ms':>8} {'p99 ms':>8}")
-    print(f"{'alone':24} {len(quiet_lat):6d} {q50:8.1f} {q99:8.1f}")
-    print(f"{'under the flood':24} {len(flood_lat):6d} {f50:8.1f} {f99:8.1f}")
+    print(f"{'alone':24} {len(quiet_lat):6d} {q50:8.1f} {q99:8.1f}  statuses {dict(quiet_codes)}")
+    print(f"{'under the flood':24} {len(flood_lat):6d} {f50:8.1f} {f99:8.1f}  statuses {dict(flood_codes)}")
     print(f"p99 ratio (flood / alone): {f99 / q99:.2f}   quiet tenant's job: submitted {result.get('submit_status')}, "
           f"started {result.get('start_delay_s')} s after creation")
     print(f"flooding tenant ({args.connections} connections, {args.seconds:.0f} s): {sum(codes.values())} requests, "
