@@ -6,8 +6,10 @@ from flask_smorest import Api
 
 from workers.records import is_record_id
 
-from . import auth, body, docs, errors, request_id, spec
+from . import auth, body, docs, errors, request_id, spec, strict_json
 from .config import Config
+
+strict_json.install()  # before the views' modules are imported: their @blp.arguments bind the parser
 
 
 class StrictJSONProvider(DefaultJSONProvider):
@@ -65,23 +67,28 @@ def create_app(config=None):
     elif config is not None:
         app.config.from_object(config)
 
+    from . import audit, limits
+
     request_id.register(app)
-    keys = auth.register(app)
+    limits.register(app)  # before the key check: a flood of bad keys is limited per client address
+    auth.register(app)
     api = ShoalApi(app)
-    auth.document(api, required=bool(keys))
-    from . import annotate, annotators, constraints, datasets, health, idempotency, jobs, methods, metrics, sessions
+    auth.document(api, required=app.config["SHOAL_TENANCY"])
+    from . import annotate, annotators, constraints, datasets, health, idempotency, jobs, keys, methods, metrics, sessions
 
     for bp in (datasets.blp, jobs.blp, sessions.blp, annotators.blp, constraints.blp, methods.blp, health.blp,
-               metrics.blp):
+               metrics.blp, keys.blp):
         # flask-smorest's etag decorator only sets the ETag; _not_modified answers every conditional GET
         # (its own check, a strong comparison answered without the ETag, would come first).
         bp._check_not_modified = _etag_checked_after_request
         api.register_blueprint(bp)
     _register_session_params(api)
+    _document_429(api)
     for component, header in HEADERS.values():
         api.spec.components.header(component, header)
     errors.register(app)
     app.before_request(body.size_chunked_body)  # after the API-key check: an unauthorised body is not read
+    app.before_request(strict_json.check_constraint_body_size)
     app.before_request(_require_json)
     app.before_request(body.check_json_depth)
     app.before_request(body.check_unicode)
@@ -90,6 +97,7 @@ def create_app(config=None):
     app.after_request(_without_content_no_type)  # runs after _not_modified (reverse order of registration)
     app.after_request(_not_modified)
     idempotency.register(app)
+    audit.register(app)
 
     app.register_blueprint(docs.blp)
     from . import ui
@@ -107,7 +115,22 @@ def create_app(config=None):
         return redirect("../docs", 308)
 
     app.extensions["shoal_api"] = api
+    if app.config.get("SHOAL_RATE_LIMITS", True):
+        from .concurrency import ConcurrencyGate
+
+        app.wsgi_app = ConcurrencyGate(app.wsgi_app)
     return app
+
+
+def _document_429(api):
+    """Every operation but the probes and the docs may answer 429 (rate limits, quotas: :mod:`service.limits`)."""
+    ref = api.spec.components.get_ref("response", "TOO_MANY_REQUESTS")  # a lazy component: included once referenced here
+    for path, ops in api.spec._paths.items():
+        if path in auth.OPEN_PATHS or path.startswith(auth.OPEN_PREFIXES):
+            continue
+        for method, op in ops.items():
+            if isinstance(op, dict) and "responses" in op:
+                op["responses"].setdefault("429", ref)
 
 
 def _register_session_params(api):

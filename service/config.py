@@ -36,6 +36,8 @@ class Config:
     SHOAL_MAX_FEATURES = _int("SHOAL_MAX_FEATURES", 10_000)
     SHOAL_MAX_CELLS = _int("SHOAL_MAX_CELLS", 10_000_000)
     SHOAL_MAX_CONSTRAINTS = _int("SHOAL_MAX_CONSTRAINTS", 200_000)
+    # Bytes one constraint may take in a job or check body (service.strict_json): longer bodies are a 413 unread.
+    SHOAL_BYTES_PER_CONSTRAINT = _int("SHOAL_BYTES_PER_CONSTRAINT", 64)
     SHOAL_RETRY_AFTER = _int("SHOAL_RETRY_AFTER", 1)
     # Seconds an Idempotency-Key keeps the response of the creating POST it was sent with.
     SHOAL_IDEMPOTENCY_TTL = _int("SHOAL_IDEMPOTENCY_TTL", 24 * 3600)
@@ -49,6 +51,18 @@ class Config:
     SHOAL_ANNOTATOR_SECRET = os.environ.get("SHOAL_ANNOTATOR_SECRET", "")
     # Seconds the annotator page holds the last answer before sending it, so that it can be undone.
     SHOAL_ANNOTATE_UNDO_SECONDS = _int("SHOAL_ANNOTATE_UNDO_SECONDS", 5)
+    # Admin keys (scopes read, write, admin; service.keys): comma-separated, ``tenant:key`` or a bare key.
+    SHOAL_ADMIN_KEYS = os.environ.get("SHOAL_ADMIN_KEYS", "")
+    # Rate limits (service.limits): requests/s and burst per API key (per address without keys) and per address.
+    SHOAL_RATE_LIMITS = os.environ.get("SHOAL_RATE_LIMITS", "on").strip().lower() not in ("0", "off", "false", "no")
+    SHOAL_RATE_PER_KEY = _int("SHOAL_RATE_PER_KEY", 50)
+    SHOAL_RATE_BURST = _int("SHOAL_RATE_BURST", 100)
+    SHOAL_RATE_PER_IP = _int("SHOAL_RATE_PER_IP", 200)
+    SHOAL_RATE_IP_BURST = _int("SHOAL_RATE_IP_BURST", 400)
+    # Quotas per tenant (API keys on; PUT /v1/admin/tenants/{tenant}/limits overrides them).
+    SHOAL_MAX_ACTIVE_JOBS = _int("SHOAL_MAX_ACTIVE_JOBS", 100)
+    SHOAL_MAX_OPEN_SESSIONS = _int("SHOAL_MAX_OPEN_SESSIONS", 20)
+    SHOAL_MAX_STORED_BYTES = _int("SHOAL_MAX_STORED_BYTES", 2 * 1024 ** 3)
     TESTING = False
 
 

@@ -131,7 +131,7 @@ class CheckRequestSchema(Schema):
 @blp.route("/check", methods=["POST"])
 @blp.arguments(CheckRequestSchema)
 @blp.response(200, ConstraintCheckSchema)
-@problem_docs(blp, (404, "Unknown dataset"), (422, "Malformed constraints"))
+@problem_docs(blp, (404, "Unknown dataset"), (413, "Too many constraints"), (422, "Malformed constraints"))
 def check(body):
     """Are these constraints consistent? Lists the contradictions found (synchronous).
 

@@ -12,6 +12,8 @@ from workers.dataset_store import DatasetInUse
 from workers.session_store import refuse_if_in_use
 
 from . import doc_headers, get_store
+from .auth import listing_scope, require_owned, tenant
+from .limits import check_quota
 from .errors import ApiError, check_page_token, problem_docs
 from .idempotency import idempotent
 
@@ -62,13 +64,11 @@ def dataset_or_404(store, dataset_id, pointer=None):
     """The dataset's metadata, or a 404 (``errors`` at ``pointer`` when given) for an unknown id.
 
     An id not of the form the API makes is unknown without a look-up: the store builds its keys from
-    ids, and ``ds_...:aux`` would name the item-id key of an existing dataset.
+    ids, and ``ds_...:aux`` would name the item-id key of an existing dataset. Another tenant's
+    dataset is unknown too (:func:`service.auth.require_owned`).
     """
     meta = store.get_dataset_meta(dataset_id) if is_record_id(dataset_id, "ds") else None
-    if meta is None:
-        raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired",
-                       errors={pointer: ["unknown dataset"]} if pointer else None)
-    return meta
+    return require_owned(meta, "dataset", dataset_id, pointer)
 
 
 @blp.route("", methods=["POST"])
@@ -81,8 +81,10 @@ def create_dataset(body):
     X = body["data"]
     check_size(X)
     check_data_values(X)
+    check_quota("max_stored_bytes", X.nbytes)
     store = get_store()
-    meta = store.put_dataset(X, name=body.get("name"), labels=body.get("labels"), item_ids=body.get("item_ids"))
+    meta = store.put_dataset(X, name=body.get("name"), labels=body.get("labels"), item_ids=body.get("item_ids"),
+                             owner=tenant())
     if body.get("items") is not None:
         meta["has_items"] = store.put_items(meta["id"], [clean_item(it) for it in body["items"]])
     return meta, 201, {"Location": url_for("datasets.get_dataset", dataset_id=meta["id"])}
@@ -95,7 +97,8 @@ def create_dataset(body):
 def list_datasets(args):
     """Dataset metadata, newest first, with cursor pagination (``page_token``)."""
     check_page_token(args.get("page_token"))
-    recs, token = get_store().list_datasets(page_size=args["page_size"], page_token=args.get("page_token"))
+    recs, token = get_store().list_datasets(page_size=args["page_size"], page_token=args.get("page_token"),
+                                            **listing_scope())
     return {"datasets": recs, "next_page_token": token}
 
 
@@ -121,6 +124,7 @@ def delete_dataset(dataset_id):
     data mid-run.
     """
     store = get_store()
+    dataset_or_404(store, dataset_id)
     # The check and the delete are one transaction (Store.delete_dataset): a job
     # or session created on the dataset meanwhile makes the check run again.
     try:

@@ -69,9 +69,10 @@ def problem_docs(blp, *responses):
 
 
 _TITLES = {
-    400: "Bad request", 401: "Unauthorized", 404: "Not found", 405: "Method not allowed", 409: "Conflict",
+    400: "Bad request", 401: "Unauthorized", 403: "Forbidden", 404: "Not found", 405: "Method not allowed",
+    409: "Conflict",
     413: "Payload too large", 415: "Unsupported media type", 416: "Range not satisfiable", 422: "Invalid input",
-    501: "Not implemented", 503: "Service unavailable", 500: "Internal server error",
+    429: "Too many requests", 501: "Not implemented", 503: "Service unavailable", 500: "Internal server error",
 }
 
 

@@ -10,6 +10,7 @@ application with 500. Its own page for those is HTML; here they are RFC 9457
 """
 
 import json
+import os
 
 from gunicorn import util
 
@@ -52,6 +53,14 @@ def write_problem(sock, status_int, reason, mesg):
 #: ``timeout``): no request runs longer. An Idempotency-Key claim outlives it
 #: (``workers.store.PENDING_CLAIM_SECONDS``), so a slow request keeps its key to the end.
 timeout = 120
+
+#: One greenlet per connection (service.gunicorn_worker): a slow client holds its own connection only, and
+#: the head of a request must arrive within SHOAL_HEADER_TIMEOUT seconds. Each worker holds at most
+#: worker_connections connections (SHOAL_WORKER_CONNECTIONS); more wait in the listen backlog.
+#: SHOAL_WORKER_CLASS=sync: one request per worker at a time, as before (bench/slow_clients.py compares).
+worker_class = os.environ.get("SHOAL_WORKER_CLASS", "service.gunicorn_worker.ShoalGeventWorker")
+worker_connections = int(os.environ.get("SHOAL_WORKER_CONNECTIONS", 1000))
+keepalive = 5
 
 # Worker.handle_error calls util.write_error; workers are forked from the arbiter that loaded this file.
 util.write_error = write_problem

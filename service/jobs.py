@@ -25,6 +25,8 @@ from workers.store import load_affinity
 from workers.submit import submit_job
 
 from . import doc_headers, get_store, retry_after
+from .auth import listing_scope, require_owned, tenant
+from .limits import check_quota
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_data_values, check_size, dataset_or_404
@@ -51,10 +53,8 @@ def job_view(rec):
 
 
 def job_or_404(store, job_id):
-    rec = store.get_job(job_id)
-    if rec is None:
-        raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
-    return rec
+    """The job's record, or a 404 for an unknown, expired or another tenant's job."""
+    return require_owned(store.get_job(job_id), "job", job_id)
 
 
 def _check_option_limits(method, params, preset_params, body, size):
@@ -207,12 +207,13 @@ def create_job(body):
                            f"{len(relative['conflicting'])} of them"
                            f"{'' if relative['minimal'] else ' (not proven minimal: the search is bounded)'}",
                            errors=_relative_conflict_errors(relative["conflicting"]), relative=relative)
+    check_quota("max_active_jobs")
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
                      on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
                      n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
-                     n_features=meta["n_features"])
+                     n_features=meta["n_features"], owner=tenant())
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
     return job_view(rec), 202, headers
 
@@ -225,7 +226,8 @@ def list_jobs(args):
     """Jobs, newest first, with cursor pagination (``page_token``), optionally of one ``state`` or dataset."""
     check_page_token(args.get("page_token"))
     recs, token = get_store().list_jobs(state=args.get("state"), dataset_id=args.get("dataset_id"),
-                                        page_size=args["page_size"], page_token=args.get("page_token"))
+                                        page_size=args["page_size"], page_token=args.get("page_token"),
+                                        **listing_scope())
     return {"jobs": [job_view(r) for r in recs], "next_page_token": token}
 
 
@@ -341,11 +343,13 @@ def predict(body, job_id):
     model = store.get_model_bytes(job_id)
     if model is None:  # deleted or expired since _result_or_error read it
         raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
-    rows = store.put_dataset(X, name=f"predict:{job_id}", item_ids=ids)
+    check_quota("max_active_jobs")
+    check_quota("max_stored_bytes", X.nbytes)
+    rows = store.put_dataset(X, name=f"predict:{job_id}", item_ids=ids, owner=tenant())
     rec = submit_job(store, dataset_id=rows["id"], method=parent["method"], n_clusters=parent["n_clusters"],
                      params=parent["params"], constraints={}, random_state=parent["random_state"],
                      scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id, model=model,
-                     n_features=X.shape[1])
+                     n_features=X.shape[1], owner=tenant())
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
     return job_view(rec), 202, headers
 
@@ -363,7 +367,9 @@ def delete_job(job_id):
     ``DELETE`` would answer 409). Predict jobs already requested on a
     deleted job still run: each holds a copy of the model. The dataset stays.
     """
-    outcome = get_store().delete_job(job_id)
+    store = get_store()
+    job_or_404(store, job_id)
+    outcome = store.delete_job(job_id)
     if outcome == "missing":
         raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
     if outcome == "unfinished":
@@ -381,7 +387,9 @@ def cancel_job(job_id):
     A QUEUED job is CANCELLED at once (and its ``callback_url`` gets the
     ``job.cancelled`` event); a RUNNING one ends when its worker next checks.
     """
-    rec = get_store().request_cancel(job_id)
+    store = get_store()
+    job_or_404(store, job_id)
+    rec = store.request_cancel(job_id)
     if rec is None:
         raise ApiError(404, "not_found", f"job {job_id!r} does not exist or has expired")
     return job_view(rec), 202

@@ -36,6 +36,8 @@ from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS
 from workers.submit import send_session_update, start_session
 
 from . import doc_headers, get_store, retry_after
+from .auth import listing_scope, require_owned, tenant
+from .limits import check_quota
 from .callbacks import check_callback_url
 from .constraints import validate_constraints
 from .datasets import dataset_or_404
@@ -52,10 +54,8 @@ def _sessions():
 
 
 def session_or_404(ss, sid):
-    rec = ss.get(sid)
-    if rec is None:
-        raise ApiError(404, "not_found", f"session {sid!r} does not exist or has expired")
-    return rec
+    """The session's record, or a 404 for an unknown, expired or another tenant's session."""
+    return require_owned(ss.get(sid), "session", sid)
 
 
 #: The constraint lists a session of each question type takes as seeds.
@@ -246,13 +246,14 @@ def create_session(body):
                        errors=pointer_messages(exc.messages, "/params")) from exc
     params.update(scale=body["scale"], pool_size=body["pool_size"])
     seeds = seed_constraints(body["constraints"], n, kind)
+    check_quota("max_open_sessions")
     ss = SessionStore(store)
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
                     lease_seconds=body["lease_seconds"],
                     aggregation=body["aggregation"],
                     params=params, preset=preset, random_state=body["random_state"],
-                    callback_url=body["callback_url"], seeds=seeds)
+                    callback_url=body["callback_url"], seeds=seeds, owner=tenant())
     start_session(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"]),
                                         **retry_after()}
@@ -267,7 +268,7 @@ def list_sessions(args):
     check_page_token(args.get("page_token"))
     ss = _sessions()
     recs, token = ss.list(state=args.get("state"), dataset_id=args.get("dataset_id"), page_size=args["page_size"],
-                          page_token=args.get("page_token"))
+                          page_token=args.get("page_token"), **listing_scope())
     return {"sessions": [session_view(ss, r) for r in recs], "next_page_token": token}
 
 
@@ -298,7 +299,9 @@ def delete_session(session_id):
     A re-clustering pass that is running finishes on the worker; what it writes is
     discarded and no further webhook event is sent. Answers posted afterwards get 404.
     """
-    if not _sessions().delete(session_id):
+    ss = _sessions()
+    session_or_404(ss, session_id)
+    if not ss.delete(session_id):
         raise ApiError(404, "not_found", f"session {session_id!r} does not exist or has expired")
     return ""
 

@@ -23,7 +23,13 @@ TEST_ENV = {
     "SHOAL_WEBHOOK_SECRET": "test-secret",
     "SHOAL_MAX_ROWS": "5000",
     "SHOAL_CALLBACK_ALLOW_PRIVATE": "1",  # the webhook test listens on 127.0.0.1
+    # rate limits far above what a test sends (tests/service/test_tenants.py tries the defaults on an app of its own)
+    "SHOAL_RATE_LIMITS": "on",
+    "SHOAL_RATE_PER_KEY": "2000", "SHOAL_RATE_BURST": "4000", "SHOAL_RATE_PER_IP": "2000", "SHOAL_RATE_IP_BURST": "4000",
 }
+# Apps the tests make in this process (service.config reads it at import) have no rate limit unless they ask
+# for one (tests/service/test_limits.py): their requests all come from one address, many in a second.
+os.environ.setdefault("SHOAL_RATE_LIMITS", "off")
 
 
 @pytest.fixture(scope="session")
@@ -63,7 +69,7 @@ def store(stack):
 def app(store):
     from service import create_app
 
-    return create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_ROWS": 5000})
+    return create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_MAX_ROWS": 5000, "SHOAL_RATE_LIMITS": False})
 
 
 @pytest.fixture()

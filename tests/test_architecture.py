@@ -34,10 +34,10 @@ LAYERS = {
         # tasks on top: what the worker process runs, and its Celery app
         {"workers.celery_app", "workers.tasks", "workers.session_tasks"},
         # dispatch and liveness: sending tasks, recovering a lost worker's work
-        {"workers.liveness", "workers.submit"},
+        {"workers.liveness", "workers.submit", "workers.fair"},
         # records in Redis
         {"workers.store", "workers.session_store", "workers.dataset_store", "workers.tracking",
-         "workers.annotator_store"},
+         "workers.annotator_store", "workers.tenancy"},
         # below the records: the broker's configuration and producer, record encoding, settings, helpers
         {"workers.broker", "workers.records", "workers.session_scripts", "workers.stats", "workers.config",
          "workers.callbacks", "workers.crowd", "workers.registry", "workers.projection", "workers"},

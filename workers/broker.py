@@ -135,3 +135,37 @@ def enqueue_job_event(settings, job_id, callback_url, event):
         producer(settings).send_task("shoal.deliver_webhook", args=[job_id, callback_url, event])
     except Exception:  # noqa: BLE001 - see above
         log.warning("job %s: ended, but its event could not be enqueued", job_id, exc_info=True)
+
+
+def send_job(settings, job_id, task_id):
+    """Enqueue ``shoal.run_job`` for job ``job_id`` as Celery task ``task_id`` (the record's ``dispatch``).
+
+    Parameters
+    ----------
+    settings : workers.config.Settings
+        Where the broker is.
+    job_id, task_id : str
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable (the caller decides what the record becomes).
+    """
+    producer(settings).send_task("shoal.run_job", args=[job_id], task_id=task_id)
+
+
+def send_pass(settings, session_id, task_id):
+    """Enqueue ``shoal.session_update`` for session ``session_id`` as task ``task_id``, which holds its slot.
+
+    Parameters
+    ----------
+    settings : workers.config.Settings
+        Where the broker is.
+    session_id, task_id : str
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable (the caller decides what becomes of the slot).
+    """
+    producer(settings).send_task("shoal.session_update", args=[session_id], task_id=task_id)

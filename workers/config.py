@@ -34,6 +34,8 @@ class Settings:
     task that request never sent (:func:`workers.liveness.dispatch_unsent`):
     keep it longer than gunicorn lets a request run (120 s), or a slow request's
     task may be sent twice (the second one runs nothing, at a cost).
+    ``fair_inflight`` is how many jobs of one tenant may wait in the broker's
+    queue (:mod:`workers.fair`); 0 sends every job at once.
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -52,6 +54,7 @@ class Settings:
     webhook_secret: str = ""
     webhook_max_retries: int = 5
     callback_allow_private: bool = False
+    fair_inflight: int = 2
     queues: dict = field(default_factory=lambda: {"long": "shoal.long", "short": "shoal.short"})
 
     @classmethod
@@ -70,6 +73,7 @@ class Settings:
             job_ttl=_env_int("SHOAL_JOB_TTL", cls.job_ttl),
             dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
             progress_interval=_env_float("SHOAL_PROGRESS_INTERVAL", cls.progress_interval),
+            fair_inflight=_env_int("SHOAL_FAIR_INFLIGHT", cls.fair_inflight),
             webhook_secret=os.environ.get("SHOAL_WEBHOOK_SECRET", ""),
             callback_allow_private=os.environ.get("SHOAL_CALLBACK_ALLOW_PRIVATE", "").strip().lower()
             in ("1", "true", "yes"),

@@ -15,6 +15,7 @@ import numpy as np
 
 from .config import PREFIX
 from .records import decode_record, new_id, utcnow_iso
+from .tenancy import count_against, index_key, index_record, owned_by
 
 
 class DatasetGone(LookupError):
@@ -48,7 +49,7 @@ class DatasetStoreMixin:
     """Dataset methods of :class:`workers.store.Store`; they use its ``r`` (the Redis client),
     ``settings`` (:class:`workers.config.Settings`) and ``page_newest_first``."""
 
-    def put_dataset(self, X, *, name=None, labels=None, item_ids=None):
+    def put_dataset(self, X, *, name=None, labels=None, item_ids=None, owner=None):
         """Store a validated matrix; returns its metadata dict.
 
         Parameters
@@ -56,6 +57,8 @@ class DatasetStoreMixin:
         X : ndarray of shape (n, d), float64, finite
         labels : list of int or str, or None
         item_ids : list of str, or None
+        owner : str or None
+            The tenant that owns it (:mod:`workers.tenancy`); None without API keys.
         """
         X = np.ascontiguousarray(X, dtype=np.float64)
         did = new_id("ds")
@@ -76,11 +79,13 @@ class DatasetStoreMixin:
             "created_at": utcnow_iso(now),
             "created_ts": now,
             "expires_at": utcnow_iso(now + ttl) if ttl else None,
+            "owner": owner,
         }
         key = f"{PREFIX}dataset:{did}"
         pipe = self.r.pipeline()
         pipe.hset(key, mapping={k: json.dumps(v) for k, v in meta.items()})
-        pipe.zadd(f"{PREFIX}datasets", {did: now})
+        index_record(pipe, "datasets", owner, did, now)
+        count_against(pipe, owner, "bytes", did, X.nbytes)
         pipe.set(f"{key}:X", buf.getvalue())
         pipe.set(f"{key}:aux", json.dumps({"labels": labels, "item_ids": item_ids}))
         if ttl:
@@ -148,11 +153,12 @@ class DatasetStoreMixin:
         raw = self.r.hmget(f"{PREFIX}dataset:{did}:items", [str(int(i)) for i in rows])
         return [json.loads(v) if v else None for v in raw]
 
-    def list_datasets(self, *, page_size=20, page_token=None):
+    def list_datasets(self, *, page_size=20, page_token=None, owner=None, enforce=False):
         """Dataset metadata, newest first, cursor-paginated: ``(records, next_page_token)``
-        (see :meth:`page_newest_first`)."""
-        return self.page_newest_first(f"{PREFIX}datasets", self.get_dataset_meta, page_size=page_size,
-                                      page_token=page_token)
+        (see :meth:`page_newest_first`); ``owner``'s only (its index), and with ``enforce``
+        (API keys on) no record of another owner even if listed there."""
+        return self.page_newest_first(index_key("datasets", owner), owned_by(self.get_dataset_meta, owner, enforce),
+                                      page_size=page_size, page_token=page_token)
 
     def on_dataset(self, did, write):
         """Run ``write(pipe)`` in a transaction that commits only while dataset ``did`` exists.
@@ -286,6 +292,7 @@ class DatasetStoreMixin:
             if not pipe.exists(key):
                 pipe.unwatch()
                 return False
+            owner = json.loads(pipe.hget(key, "owner") or "null")
             users = sorted(tuple(m.decode().split(":", 1)) for m in pipe.smembers(users_key))
             if guard is not None:
                 guard(users)
@@ -294,7 +301,7 @@ class DatasetStoreMixin:
             for session_key, ids in keep:
                 pipe.set(session_key, ids, ex=self.settings.job_ttl or None)
             pipe.delete(key, f"{key}:X", f"{key}:aux", f"{key}:items")
-            pipe.zrem(f"{PREFIX}datasets", did)
+            pipe.zrem(index_key("datasets", owner), did)
             ttl = self._users_ttl(0)
             if ttl:
                 pipe.expire(users_key, ttl)

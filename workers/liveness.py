@@ -111,6 +111,15 @@ def beat(store, name):
             continue  # another live worker is recovering it
         recovered += recover_worker(store, lost)
         store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
+    from . import fair
+
+    from .tenancy import prune_indexes
+
+    try:
+        fair.release(store)  # held jobs whose release a start missed (a worker lost before it released)
+        prune_indexes(store.r)  # expired ids leave the listing indexes without waiting for a listing
+    except Exception:  # noqa: BLE001 - Redis or the broker away: the next beat tries again
+        log.warning("held jobs not released or indexes not pruned", exc_info=True)
     return recovered + dispatch_unsent(store)
 
 

@@ -49,10 +49,10 @@ from .records import ACTIVE as UNFINISHED_JOB_STATES
 from .records import decode_record, decode_token, dumps, encode_token, new_id, utcnow_iso
 from .session_scripts import (ANSWERS_LUA, FINISH_PASS_LUA, LEASE_LUA, SLOT_LUA, TAKE_PENDING_LUA, TAKE_READY_LUA,
                               UNSENT_PASS_LUA, UPDATE_LUA, WITHDRAW_LUA)
+from .tenancy import count_against, index_key, index_record, owned_by
 
 PAIRWISE_ANSWERS = ("must_link", "cannot_link", "dont_know")
 TRIPLET_ANSWERS = ("yes", "no", "dont_know")
-_INDEX = f"{PREFIX}sessions"  # sorted set: session id -> created_ts (for listing)
 #: Seconds a lease holds a slot when the record has no ``lease_seconds`` (the API's default too).
 DEFAULT_LEASE_SECONDS = 600
 #: Session states in which a worker may still read the session's dataset.
@@ -125,7 +125,7 @@ class SessionStore:
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
                params, random_state, aggregation="one_coin", callback_url=None, preset=None,
-               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=()):
+               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=(), owner=None):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
 
         ``seeds``: constraints the client already has, as answers (pairwise
@@ -159,11 +159,13 @@ class SessionStore:
             "pass_started_at": None, "last_pass_seconds": None, "callback_url": callback_url,
             "answer_log": True,  # every answer is in :answer_log (see all_answers); not on the wire
             "seeds": [list(s) for s in seeds],
+            "owner": owner,  # the tenant (workers.tenancy); None without API keys
         }
 
         def write(pipe):
             pipe.hset(self._key(sid), mapping={k: json.dumps(v) for k, v in rec.items()})
-            pipe.zadd(_INDEX, {sid: now})
+            index_record(pipe, "sessions", owner, sid, now)
+            count_against(pipe, owner, "sessions", sid)
             pipe.set(self._key(sid, ":update"), sid, ex=self._slot_ttl())  # the first pass's task holds it
             pipe.zadd(UNSENT_PASSES, {unsent_pass(sid, sid): now})
             self.store.add_dataset_user(pipe, dataset_id, "session", sid)
@@ -173,14 +175,16 @@ class SessionStore:
         self._touch(sid)
         return rec
 
-    def list(self, *, state=None, dataset_id=None, page_size=20, page_token=None):
+    def list(self, *, state=None, dataset_id=None, page_size=20, page_token=None, owner=None, enforce=False):
         """Sessions, newest first, cursor-paginated: ``(records, next_page_token)``
         (see :meth:`workers.store.Store.page_newest_first`); ``dataset_id`` keeps
-        the sessions on that dataset (:meth:`workers.store.Store.page_of_dataset`)."""
+        the sessions on that dataset (:meth:`workers.store.Store.page_of_dataset`);
+        ``owner``'s only, and with ``enforce`` (API keys on) no record of another owner."""
+        load = owned_by(self.get, owner, enforce)
         if dataset_id is not None:
-            return self.store.page_of_dataset(dataset_id, "session", self.get, state=state, page_size=page_size,
+            return self.store.page_of_dataset(dataset_id, "session", load, state=state, page_size=page_size,
                                               page_token=page_token)
-        return self.store.page_newest_first(_INDEX, self.get, state=state, page_size=page_size,
+        return self.store.page_newest_first(index_key("sessions", owner), load, state=state, page_size=page_size,
                                             page_token=page_token)
 
     def _touch(self, sid):
@@ -270,8 +274,9 @@ class SessionStore:
         (``workers.session_tasks.session_update``). Those keys carry the TTL.
         """
         key = self._key(sid)
+        owner = json.loads(self.r.hget(key, "owner") or "null")
         existed = bool(self.r.delete(key))
-        self.r.zrem(_INDEX, sid)
+        self.r.zrem(index_key("sessions", owner), sid)
         # the id is matched literally: a "*" in it would match every session's keys
         literal = "".join("\\" + c if c in "*?[]\\" else c for c in sid)
         keys = list(self.r.scan_iter(match=f"{self._key(literal)}:*", count=1000))

@@ -43,6 +43,7 @@ from .config import PREFIX, Settings
 from .dataset_store import DatasetInUse, DatasetStoreMixin
 from .records import ACTIVE, decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
 from .session_store import refuse_if_in_use
+from .tenancy import count_against, index_key, index_record, owned_by
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
@@ -148,7 +149,8 @@ class Store(DatasetStoreMixin):
     # -------------------------------------------------------------------- jobs
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
-                   n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None, n_features=None):
+                   n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None, n_features=None,
+                   owner=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
@@ -161,7 +163,8 @@ class Store(DatasetStoreMixin):
         runs on the model as it was when requested even if the parent job is
         deleted before it runs. ``n_features`` (the dataset's columns) stays
         with the record, so that rows to predict can be checked against the
-        model after the dataset is deleted.
+        model after the dataset is deleted. ``owner`` is the tenant that owns
+        the job (:mod:`workers.tenancy`), None without API keys.
         Raises :class:`DatasetGone` when the dataset no longer exists (the
         record is written in :meth:`on_dataset`'s transaction).
         The job is listed as unsent until :meth:`mark_sent`: should the
@@ -197,6 +200,7 @@ class Store(DatasetStoreMixin):
             "started_ts": None,
             "finished_at": None,
             "error": None,
+            "owner": owner,
         }
         key = f"{PREFIX}job:{jid}"
         spec = dumps({"constraints": constraints, "conflicts": conflicts or []})
@@ -206,7 +210,8 @@ class Store(DatasetStoreMixin):
             pipe.set(f"{key}:spec", spec)
             if model is not None:
                 pipe.set(f"{key}:model", model, ex=self.settings.job_ttl)
-            pipe.zadd(f"{PREFIX}jobs", {jid: now})
+            index_record(pipe, "jobs", owner, jid, now)
+            count_against(pipe, owner, "jobs", jid)
             pipe.zadd(UNSENT, {jid: now})
             self.add_dataset_user(pipe, dataset_id, "job", jid)
             stats.job_submitted(pipe, method)
@@ -330,13 +335,16 @@ class Store(DatasetStoreMixin):
         raw = self.r.get(f"{PREFIX}job:{jid}:spec")
         return json.loads(raw) if raw else None
 
-    def list_jobs(self, *, state=None, dataset_id=None, page_size=20, page_token=None):
+    def list_jobs(self, *, state=None, dataset_id=None, page_size=20, page_token=None, owner=None,
+                  enforce=False):
         """Newest first, cursor-paginated. Returns ``(records, next_page_token)``;
-        ``dataset_id`` keeps the jobs on that dataset (:meth:`page_of_dataset`)."""
+        ``dataset_id`` keeps the jobs on that dataset (:meth:`page_of_dataset`); ``owner``'s
+        only, and with ``enforce`` (API keys on) no record of another owner (:mod:`workers.tenancy`)."""
+        load = owned_by(self.get_job, owner, enforce)
         if dataset_id is not None:
-            return self.page_of_dataset(dataset_id, "job", self.get_job, state=state, page_size=page_size,
+            return self.page_of_dataset(dataset_id, "job", load, state=state, page_size=page_size,
                                         page_token=page_token)
-        return self.page_newest_first(f"{PREFIX}jobs", self.get_job, state=state, page_size=page_size,
+        return self.page_newest_first(index_key("jobs", owner), load, state=state, page_size=page_size,
                                       page_token=page_token)
 
     def page_of_dataset(self, did, kind, load, *, state=None, page_size=20, page_token=None):
@@ -667,17 +675,17 @@ class Store(DatasetStoreMixin):
         key = f"{PREFIX}job:{jid}"
 
         def tx(pipe):
-            raw = pipe.hmget(key, ["state", "dataset_id", "kind"])
+            raw = pipe.hmget(key, ["state", "dataset_id", "kind", "owner"])
             if raw[0] is None:
                 pipe.unwatch()
                 return "missing", None
-            state, did, kind = (json.loads(v) if v is not None else None for v in raw)
+            state, did, kind, owner = (json.loads(v) if v is not None else None for v in raw)
             if state not in TERMINAL:
                 pipe.unwatch()
                 return "unfinished", None
             pipe.multi()
             pipe.delete(*(key + s for s in ("", ":spec", ":result", ":affinity", ":cancel", ":model", ":projection")))
-            pipe.zrem(f"{PREFIX}jobs", jid)
+            pipe.zrem(index_key("jobs", owner), jid)
             pipe.zrem(UNSENT, jid)
             pipe.srem(f"{PREFIX}dataset:{did}:users", f"job:{jid}")
             return "deleted", did if kind == "predict" else None

@@ -6,57 +6,28 @@ sent by name through a producer-only Celery app.
 
 import logging
 
-from .broker import QueueError, enqueue_job_event  # noqa: F401 - this module's interface
-from .broker import producer as _app
+from . import fair
+from .broker import QueueError, enqueue_job_event, send_job, send_pass  # noqa: F401 - this module's interface
 from .records import problem
 
 log = logging.getLogger(__name__)
-
-
-def send_job(settings, job_id, task_id):
-    """Enqueue ``shoal.run_job`` for job ``job_id`` as Celery task ``task_id`` (the record's ``dispatch``).
-
-    Parameters
-    ----------
-    settings : workers.config.Settings
-        Where the broker is.
-    job_id, task_id : str
-
-    Raises
-    ------
-    QueueError
-        The broker is unreachable (the caller decides what the record becomes).
-    """
-    _app(settings).send_task("shoal.run_job", args=[job_id], task_id=task_id)
-
-
-def send_pass(settings, session_id, task_id):
-    """Enqueue ``shoal.session_update`` for session ``session_id`` as task ``task_id``, which holds its slot.
-
-    Parameters
-    ----------
-    settings : workers.config.Settings
-        Where the broker is.
-    session_id, task_id : str
-
-    Raises
-    ------
-    QueueError
-        The broker is unreachable (the caller decides what becomes of the slot).
-    """
-    _app(settings).send_task("shoal.session_update", args=[session_id], task_id=task_id)
 
 
 def submit_job(store, **job):
     """Create a QUEUED job and enqueue ``shoal.run_job``; returns the record.
 
     If the broker cannot be reached the job is marked FAILED and the Redis
-    error propagates (the service answers 503). Should the caller die
+    error propagates (the service answers 503). A tenant with ``fair_inflight``
+    jobs in the queue already has this one held (:mod:`workers.fair`): its task
+    is sent when one of them starts. Should the caller die
     between the two steps, a live worker sends the task later
     (:func:`workers.liveness.dispatch_unsent`).
     """
     rec = store.create_job(**job)
     try:
+        if not fair.admit(store, rec):  # its tenant has jobs enough in the queue: held (workers.fair)
+            store.mark_sent(rec["id"])
+            return rec
         # the first dispatch's task id is the job id (the record's ``dispatch``, workers.liveness)
         send_job(store.settings, rec["id"], rec["dispatch"])
     except Exception:

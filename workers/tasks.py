@@ -17,7 +17,7 @@ from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
-from . import liveness, projection, registry
+from . import fair, liveness, projection, registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
 from .records import job_event, problem
@@ -457,6 +457,7 @@ def _end_at_hard_limit_when_back(store, job_id, task_id):
 def run_job(self, job_id):
     """Run one clustering job by id; the job record ends in a terminal state."""
     store = get_store()
+    fair.taken(store, job_id)  # its tenant may send its next held job (workers.fair)
     try:
         # a retry after a lost reply finds the job started under this token, and runs it (no second attempt counted)
         job = through_outage(store.start_job, job_id, task_id=self.request.id,

@@ -35,3 +35,29 @@ def test_api_conforms_to_its_spec(case, live):
         checks=[not_a_server_error, status_code_conformance, content_type_conformance,
                 response_schema_conformance],
     )
+
+
+FUZZ_KEY = "fuzz-admin:" + "f" * 32  # an admin key: every route, the key management ones too, is tried
+
+
+@pytest.fixture(scope="module")
+def live_keyed(stack, live, tmp_path_factory):
+    """A second gunicorn on the session's Redis, with API keys on (tenants, scopes, rate limits, quotas)."""
+    from scripts.stack import Stack
+
+    web = Stack(env={"SHOAL_ADMIN_KEYS": FUZZ_KEY, "SHOAL_API_KEYS": "fuzz-other:" + "o" * 32},
+                log_dir=tmp_path_factory.mktemp("keyed"))
+    base = web.start_web(workers=1)
+    yield base
+    web.stop()
+
+
+@schema.parametrize()
+@settings(max_examples=int(_EXAMPLES or 10), deadline=None, database=None, derandomize=_EXAMPLES is None,
+          suppress_health_check=list(HealthCheck))
+def test_api_with_keys_on_conforms_to_its_spec(case, live_keyed):
+    case.call_and_validate(
+        base_url=live_keyed, headers={"Authorization": f"Bearer {FUZZ_KEY.split(':', 1)[1]}"},
+        checks=[not_a_server_error, status_code_conformance, content_type_conformance,
+                response_schema_conformance],
+    )

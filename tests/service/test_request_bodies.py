@@ -150,3 +150,28 @@ def test_a_body_of_long_digit_runs_is_scanned_in_linear_time(client):
     took = time.process_time() - started
     assert r.status_code == 422, r.json  # ints beyond float64 (not the digit limit)
     assert took < 3, f"{took:.1f} s of CPU to answer a 4.3 MB body"
+
+
+@pytest.mark.parametrize("raw, key", [
+    (b'{"dataset_id": "ds_0", "method": "spectral", "method": "cop_rf", "n_clusters": 2}', "method"),
+    (b'{"dataset_id": "ds_0", "method": "spectral", "n_clusters": 2, "params": {"a": 1, "a": 2}}', "a"),
+])
+def test_a_duplicate_key_is_a_400_naming_it_not_the_last_one_silently(client, raw, key):
+    r = client.post("/v1/jobs", data=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.mimetype == "application/problem+json", r.data
+    assert r.json["code"] == "duplicate_key" and r.json["key"] == key and repr(key) in r.json["detail"]
+
+
+def test_a_constraint_body_too_long_for_the_limit_is_a_413_before_it_is_parsed(client, app):
+    import time
+
+    n = app.config["SHOAL_MAX_CONSTRAINTS"]
+    pairs = ",".join(["[10000,10001]"] * (5 * n))
+    raw = ('{"dataset_id": "ds_0", "method": "spectral", "n_clusters": 2, "constraints": {"must_link": ['
+           + pairs + "]}}").encode()
+    start = time.perf_counter()
+    r = client.post("/v1/jobs", data=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 413 and r.json["code"] == "too_large", r.data[:300]
+    assert time.perf_counter() - start < 1.0  # not parsed: parsing alone takes seconds
+    r = client.post("/v1/constraints/check", data=raw, headers={"Content-Type": "application/json"})
+    assert r.status_code == 413

@@ -370,7 +370,7 @@ def test_a_retry_of_answers_whose_request_died_enqueueing_the_pass_queues_it(
     """The request took the session's re-clustering slot for its task and died before the task reached
     the queue: the slot named a task that did not exist, so the question waited until the slot expired
     (an hour and a minute by default) and its client's retry, finding the slot held, queued nothing."""
-    import workers.submit
+    import workers.broker
     from workers.session_tasks import update_once
 
     class Broker:
@@ -380,7 +380,7 @@ def test_a_retry_of_answers_whose_request_died_enqueueing_the_pass_queues_it(
     sid, ss = _open(client, store, blobs_dataset[0])
     q = ss.lease(sid, 1, None)[0]["question_id"]
     with monkeypatch.context() as m:
-        m.setattr(workers.submit, "_app", lambda settings: Broker())
+        m.setattr(workers.broker, "producer", lambda settings: Broker())
         with pytest.raises(_WorkerKilled):
             _answer(client, sid, (q, "must_link", "w1", "a1"))
     dead = store.r.get(ss._key(sid, ":update")).decode()
