@@ -21,12 +21,18 @@ X = np.round(np.vstack([np.random.default_rng(7).normal(c, 0.3, (4, 2)) for c in
 Y = [0] * 4 + [1] * 4 + [2] * 4
 
 
+#: The recording stack's admin key (tenant "acme"): the admin routes need one, and so, once keys are on, does
+#: every other route.
+ADMIN_KEY = "acme:" + "k" * 32
+
+
 class Recorder:
     def __init__(self, base):
         self.base, self.examples = base, {}
 
     def call(self, method, path, template=None, body=None, params=None, record=True):
-        r = requests.request(method, self.base + path, json=body, params=params, timeout=60)
+        r = requests.request(method, self.base + path, json=body, params=params, timeout=60,
+                             headers={"Authorization": "Bearer " + ADMIN_KEY.partition(":")[2]})
         assert r.status_code < 300, (method, path, r.status_code, r.text)
         if record:
             entry = self.examples.setdefault(f"{method} {template or path}", {"responses": {}})
@@ -99,6 +105,15 @@ def record(base):
     rec.call("GET", f"{path}/model", "/v1/sessions/{session_id}/model")
     rec.call("GET", "/v1/sessions", params={"page_size": 1})
     rec.call("GET", "/v1/datasets", params={"page_size": 1})
+    key = rec.call("POST", "/v1/admin/keys", body={"tenant": "acme", "scopes": ["read", "write"],
+                                                    "name": "crowd connector"})
+    rec.call("GET", "/v1/admin/keys", params={"tenant": "acme"})
+    rec.call("GET", f"/v1/admin/keys/{key['id']}", "/v1/admin/keys/{key_id}")
+    rec.call("POST", f"/v1/admin/keys/{key['id']}/rotate", "/v1/admin/keys/{key_id}/rotate",
+             body={"grace_seconds": 3600})
+    rec.call("PUT", "/v1/admin/tenants/acme/limits", "/v1/admin/tenants/{tenant}/limits",
+             body={"requests_per_second": 20, "burst": 40, "max_active_jobs": 50})
+    rec.call("GET", "/v1/admin/tenants/acme/limits", "/v1/admin/tenants/{tenant}/limits")
     rec.call("GET", "/v1/methods")
     rec.call("GET", "/healthz")
     rec.call("GET", "/readyz")
@@ -121,6 +136,7 @@ def main():
         stack.env.pop("REDIS_URL", None)
         stack.redis_url = None
         stack.start_redis()
+        stack.env["SHOAL_ADMIN_KEYS"] = ADMIN_KEY
         stack.start_worker(concurrency=1)
         base = stack.start_web()
         wait_ready(base)

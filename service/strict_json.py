@@ -2,7 +2,7 @@
 ``SHOAL_MAX_CONSTRAINTS`` is a 413 before it is read.
 
 RFC 8259 leaves duplicate names to the parser; Python's keeps the last, so
-``{"method": "spectral", "method": "cop_rf"}`` ran cop_rf while the client may have meant
+``{"method": "a", "method": "b"}`` ran method b while the client may have meant
 either. Every body the views parse goes through :class:`StrictParser` (flask-smorest's
 argument parser), whose decoder refuses a repeated key with 400 ``duplicate_key`` naming it.
 
