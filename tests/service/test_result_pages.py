@@ -25,7 +25,7 @@ def _page_data(html):
 
 
 def _finished_job(store, client, *, name="blobs", item_ids=None, labels_true=True, constraints=None,
-                  max_points=None):
+                  max_points=None, owner=None):
     X, y = make_blobs(60, centers=[[0, 0], [8, 8], [-8, 8]], cluster_std=0.6, random_state=1)
     body = {"name": name, "data": X.tolist(), "item_ids": item_ids}
     if labels_true:
@@ -37,7 +37,7 @@ def _finished_job(store, client, *, name="blobs", item_ids=None, labels_true=Tru
     constraints = constraints or {}
     conflicts = [{"cannot_link": [0, 1], "cannot_link_index": 1, "must_link_chain": [0, 1]}] if constraints else []
     jid = store.create_job(dataset_id=did, method="copkmeans", n_clusters=3, params={}, constraints=constraints,
-                           random_state=0, conflicts=conflicts)["id"]
+                           random_state=0, conflicts=conflicts, owner=owner)["id"]
     store.start_job(jid)
     result = {"job_id": jid, "method": "copkmeans", "labels": labels.tolist(), "item_ids": item_ids,
               "n_clusters": 3, "cluster_sizes": np.bincount(labels).tolist(), "constraint_satisfaction": 0.5,
@@ -155,12 +155,16 @@ def test_static_files_come_from_shoal_with_long_cache_headers(client):
 
 
 def test_with_api_keys_the_pages_need_the_key_and_their_static_files_do_not(store):
-    key = "page-key-0123456789"
-    locked = create_app({"TESTING": True, "SHOAL_STORE": store, "SHOAL_API_KEYS": key}).test_client()
-    jid, _, _ = _finished_job(store, _open_client(store))
+    key, other = "page-key-0123456789", "other-key-0123456789"
+    locked = create_app({"TESTING": True, "SHOAL_STORE": store,
+                         "SHOAL_API_KEYS": f"pages:{key},others:{other}"}).test_client()
+    owner = locked.application.test_client()
+    owner.environ_base["HTTP_AUTHORIZATION"] = f"Bearer {key}"
+    jid, _, _ = _finished_job(store, owner, owner="pages")
     assert locked.get(f"/ui/jobs/{jid}").status_code == 401
     assert locked.get(f"/ui/jobs/{jid}/rows/0").status_code == 401
     assert locked.get(f"/ui/jobs/{jid}", headers={"Authorization": f"Bearer {key}"}).status_code == 200
+    assert locked.get(f"/ui/jobs/{jid}", headers={"Authorization": f"Bearer {other}"}).status_code == 404
     assert locked.get("/ui/static/result.js").status_code == 200
 
 

@@ -97,6 +97,9 @@ BODIES = {
     ("post", "/v1/admin/keys"): lambda ids: {"tenant": "tenant-b"},
     ("post", "/v1/admin/keys/{key_id}/rotate"): lambda ids: {},
     ("put", "/v1/admin/tenants/{tenant}/limits"): lambda ids: {"max_active_jobs": 1000},
+    ("put", "/v1/datasets/{dataset_id}/items"): lambda ids: {"items": [{"text": "a"}] * 40},  # A has 40 rows
+    ("post", "/v1/sessions/{session_id}/annotators"): lambda ids: {"worker_id": "w1"},
+    ("post", "/v1/sessions/{session_id}/gold"): lambda ids: {"questions": [{"items": [0, 1], "answer": "must_link"}]},
 }
 #: Path parameters that name a tenant's record, and which of A's records each case uses.
 RECORD_PARAMS = ("dataset_id", "job_id", "session_id")
