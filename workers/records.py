@@ -38,7 +38,7 @@ def new_id(prefix):
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-_RECORD_ID = re.compile(r"(ds|job|ses)_[0-9a-f]{32}")
+_RECORD_ID = re.compile(r"(ds|job|ses|up)_[0-9a-f]{32}")
 
 
 def is_record_id(value, prefix):
@@ -51,7 +51,7 @@ def is_record_id(value, prefix):
     Parameters
     ----------
     value : str
-    prefix : {"ds", "job", "ses"}
+    prefix : {"ds", "job", "ses", "up"}
 
     Returns
     -------
