@@ -26,6 +26,8 @@ PIECE = 1 << 20
 SLICE = 1 << 24
 _DTYPES = (np.dtype("<f4"), np.dtype("<f8"))
 HEADER_BYTES = 128
+#: Rows of a Parquet file read at a time (a few MiB of embeddings).
+BATCH_ROWS = 4096
 
 
 def _invalid(pointer, message, status=422, code="invalid_input"):
@@ -194,8 +196,9 @@ def table_to_npy(path, kind, out, max_features):
         if kind == PARQUET:
             import pyarrow.parquet as pq
 
-            table = pq.ParquetFile(path)
-            schema, batches = table.schema_arrow, table.iter_batches(batch_size=32_768)
+            # read page by page (buffer_size), not a whole column chunk (a row group's embeddings) at once
+            table = pq.ParquetFile(path, buffer_size=PIECE, pre_buffer=False)
+            schema, batches = table.schema_arrow, table.iter_batches(batch_size=BATCH_ROWS)
         else:
             reader = pa.ipc.open_stream(pa.OSFile(path))
             schema, batches = reader.schema, reader
@@ -216,6 +219,8 @@ def table_to_npy(path, kind, out, max_features):
     except (pa.ArrowException, OSError) as exc:
         raise _invalid("/data", f"not a readable {'Parquet file' if kind == PARQUET else 'Arrow IPC stream'}: "
                        f"{exc}") from exc
+    finally:
+        pa.default_memory_pool().release_unused()  # give the batches' memory back to the system
     check_shape(n, d, max_features)
     if ITEM_ID in schema.names and len(set(ids)) != len(ids):
         raise _invalid("/item_ids", "an item id occurs more than once")

@@ -1,5 +1,6 @@
 """Binary dataset bodies (.npy, Parquet, Arrow stream) and resumable uploads: the same checks as JSON."""
 
+import hashlib
 import io
 
 import numpy as np
@@ -46,7 +47,6 @@ def test_npy_body_is_stored_as_sent_then_labelled(client, store, dtype):
     Y, labels, ids = store.load_dataset(meta["id"])
     assert Y.dtype == dtype and labels is None
     np.testing.assert_array_equal(Y, X)  # bit for bit
-    import hashlib
     assert meta["checksum"] == hashlib.sha256(X.tobytes()).hexdigest()
     body = {"labels": [i % 3 for i in range(30)], "item_ids": [f"it-{i}" for i in range(30)]}
     r = client.patch(f"/v1/datasets/{meta['id']}", json=body)

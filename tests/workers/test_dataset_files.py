@@ -92,3 +92,13 @@ def test_a_missing_file_reads_as_a_gone_dataset(store):
 def test_keys_name_only_matrix_files(store):
     with pytest.raises(ValueError):
         store.matrix_files.path("../../etc/passwd")
+
+
+def test_the_sweep_removes_files_of_expired_uploads(store):
+    rec = store.create_upload("application/x-npy", 100)
+    path = store.upload_path(rec["id"])
+    assert os.path.exists(path) and store.get_upload(rec["id"])["offset"] == 0
+    assert rec["id"] not in store.collect_uploads(grace=0)  # its record holds it
+    store.r.delete(f"shoal:upload:{rec['id']}")  # as when SHOAL_UPLOAD_TTL runs out
+    assert store.get_upload(rec["id"]) is None
+    assert rec["id"] in store.collect_uploads(grace=0) and not os.path.exists(path)
