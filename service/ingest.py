@@ -106,7 +106,7 @@ def check_npy(path, max_features):
             if version not in read:
                 raise ValueError(f"version {version[0]}.{version[1]} is not read here (1.0 and 2.0 are)")
             shape, fortran, dtype = read[version](f, max_header_size=10_000)
-        except ValueError as exc:
+        except Exception as exc:  # noqa: BLE001 - numpy's header parser raises ValueError, SyntaxError, TokenError ...
             raise _invalid("/data", f"not a .npy file: {exc}") from exc
         start = f.tell()
         if dtype not in _DTYPES:
@@ -216,7 +216,9 @@ def table_to_npy(path, kind, out, max_features):
             if ITEM_ID in schema.names:
                 ids += _item_ids(batch.column(schema.get_field_index(ITEM_ID)), n)
             n += batch.num_rows
-    except (pa.ArrowException, OSError) as exc:
+    except ApiError:
+        raise
+    except (pa.ArrowException, OSError, ValueError, TypeError, IndexError, KeyError) as exc:
         raise _invalid("/data", f"not a readable {'Parquet file' if kind == PARQUET else 'Arrow IPC stream'}: "
                        f"{exc}") from exc
     finally:

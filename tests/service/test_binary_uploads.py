@@ -75,6 +75,7 @@ def test_labels_of_the_wrong_length_are_422(client):
     (npy_bytes(np.array([[1.0, 2e100], [3.0, 4.0]])), "beyond"),
     (npy_bytes(np.ones((4, 3)))[:-8], "holds 88 bytes"),
     (b"not a numpy file at all", "not a .npy file"),
+    (npy_bytes(np.ones((4, 3))).replace(b"{'descr'", b"('descr'", 1), "not a .npy file"),  # the tokenizer's error
 ])
 def test_bad_npy_bodies_are_422_at_data(client, store, payload, fragment):
     before = set(store.matrix_files.keys())
