@@ -78,22 +78,19 @@ def knn_distances(X, n_neighbors, *, approx_above=APPROX_KNN_ROWS):
 def _approximate_knn(X, k):
     """``k`` approximate nearest neighbours of every row (itself included) by ``pynndescent``.
 
-    Seeded (``random_state=0``) and single-threaded, so the graph is reproducible. A neighbour
-    the search did not fill (index -1) becomes the row itself at its farthest found distance,
-    which :func:`knn_distances` then drops as the self-match.
+    Seeded (``random_state=0``) and single-threaded, so the graph is reproducible. The rare rows
+    whose list the search did not fill (index -1: heavily duplicated data) get their exact
+    neighbours instead.
     """
     from pynndescent import NNDescent
 
-    n = X.shape[0]
     index = NNDescent(np.asarray(X, dtype=np.float32), n_neighbors=k, metric="euclidean", random_state=0,
                       n_jobs=1, low_memory=True, compressed=True, verbose=False)
     ind, dist = index.neighbor_graph
     ind, dist = ind.astype(np.int64), dist.astype(np.float64)
-    missing = ind < 0
-    if missing.any():
-        rows = np.nonzero(missing)[0]
-        ind[missing] = rows
-        dist[missing] = np.where(np.isfinite(dist), dist, 0).max(axis=1)[rows]
+    rows = np.unique(np.nonzero(ind < 0)[0])
+    if rows.size:
+        dist[rows], ind[rows] = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(X[rows])
     order = np.argsort(dist, axis=1, kind="stable")
     return np.take_along_axis(dist, order, 1), np.take_along_axis(ind, order, 1)
 

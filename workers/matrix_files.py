@@ -29,7 +29,6 @@ import numpy as np
 
 #: A matrix file's key: ``{sha256}.{f4|f8}.{n}x{d}``.
 _KEY = re.compile(r"^([0-9a-f]{64})\.(f4|f8)\.([0-9]+)x([0-9]+)$")
-_DTYPES = {"f4": np.dtype("<f4"), "f8": np.dtype("<f8")}
 CHUNK_ROWS_BYTES = 1 << 24
 
 
