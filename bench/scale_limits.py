@@ -23,6 +23,16 @@ for a child that only imports and makes the data, so ``peak - base`` is what the
         --out bench/results/scale_limits.json
 
 ``--table bench/results/scale_limits.json`` prints the table of docs/scale.md.
+
+Above 100 000 rows the graph methods build approximate kNN graphs (``pynndescent``, data of more
+than 16 columns) and take eigenpairs by multigrid-preconditioned LOBPCG (``pyamg``)
+(``clustering._graph``, ``clustering._spectral``); the large sizes go to a file of their own,
+and a probe's ``stages`` say when each stage of ``fit`` began::
+
+    PYTHONPATH=. .venv/bin/python -m bench.scale_limits --methods spectral spectral_learning \\
+        --n 250000 500000 1000000 --d 128 --constraints 2000 --as-bytes 12000000000 --timeout 900 \\
+        --out bench/results/scale_limits_large.json
+
 ``--as-bytes`` (default 8e9) and ``--timeout`` (default 600 s) bound every probe; a method's
 larger sizes are skipped once a smaller one ran out of memory or time.
 """
@@ -163,7 +173,7 @@ def _lift_row_limits():
     _spectral_learning.SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS = 10**18
 
 
-def child(name, n, d, k, base_only):
+def child(name, n, d, k, base_only, n_constraints=N_CONSTRAINTS):
     import numpy as np
 
     import clustering  # imported by the base probe too, so that peak - base is the method's
@@ -180,8 +190,9 @@ def child(name, n, d, k, base_only):
         return {"seconds": 0.0}
     _lift_row_limits()
     kind, what, preset, *rest = PROBES[name]
-    n_constraints = rest[0] if rest else N_CONSTRAINTS
+    n_constraints = rest[0] if rest else n_constraints
     t0 = time.perf_counter()
+    stages = []
     if kind == "job":
         card = CARDS[what]
         presets = {p["name"]: p["params"] for p in card.presets}
@@ -196,9 +207,13 @@ def child(name, n, d, k, base_only):
         if "random_state" in names:
             kw["random_state"] = 0
         if "callback" in names:  # stages reached, on stderr: a probe past its timeout reports its last one
-            kw["callback"] = lambda stage, frac: print(json.dumps({"stage": stage, "fraction": round(frac, 3),
-                                                                   "at_s": round(time.perf_counter() - t0, 1)}),
-                                                       file=sys.stderr, flush=True)
+            def report(stage, frac):
+                step = {"stage": stage, "fraction": round(frac, 3), "at_s": round(time.perf_counter() - t0, 1)}
+                if not stages or stages[-1]["stage"] != stage:
+                    stages.append(step)
+                print(json.dumps(step), file=sys.stderr, flush=True)
+
+            kw["callback"] = report
         est = cls(**params, **kw)
         fit = {}
         if "pairwise" in card.constraints:
@@ -215,6 +230,8 @@ def child(name, n, d, k, base_only):
         fit_s = time.perf_counter() - t0
         _save_step(what, est, n)
         extra = {"warnings": sorted({str(w.message)[:120] for w in caught})[:3]} if caught else {}
+        if stages:
+            extra["stages"] = stages  # when each stage began (s from the start of fit)
         closure = getattr(est, "diagnostics_", {}).get("closure")
         if closure is not None:
             extra["closure"] = closure
@@ -234,7 +251,7 @@ def child(name, n, d, k, base_only):
 
 def run_child(args):
     try:
-        out = child(args.child, args.n[0], args.d, args.k, args.base)
+        out = child(args.child, args.n[0], args.d, args.k, args.base, args.constraints)
         out["ok"] = True
     except MemoryError:
         out = {"ok": False, "error": "MemoryError"}
@@ -246,7 +263,8 @@ def run_child(args):
 
 def probe(name, n, args, base=False):
     cmd = ["prlimit", f"--as={args.as_bytes}", "timeout", str(args.timeout), sys.executable, "-m",
-           "bench.scale_limits", "--child", name, "--n", str(n), "--d", str(args.d), "--k", str(args.k)]
+           "bench.scale_limits", "--child", name, "--n", str(n), "--d", str(args.d), "--k", str(args.k),
+           "--constraints", str(args.constraints)]
     if base:
         cmd.append("--base")
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
@@ -291,6 +309,8 @@ def main(argv=None):
     ap.add_argument("--n", nargs="+", type=int, default=[2000, 5000, 10000, 20000, 40000])
     ap.add_argument("--d", type=int, default=10)
     ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--constraints", type=int, default=N_CONSTRAINTS,
+                    help="constraints of the method's kind per probe (a probe's own count wins)")
     ap.add_argument("--as-bytes", type=int, default=8_000_000_000)
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--out", default="bench/results/scale_limits.json", help="JSON file; existing entries of other probes are kept")
@@ -308,7 +328,7 @@ def main(argv=None):
     if args.out and os.path.exists(args.out):
         with open(args.out) as fh:
             doc = json.load(fh)
-    doc.setdefault("config", {}).update(d=args.d, k=args.k, n_constraints=N_CONSTRAINTS, as_bytes=args.as_bytes,
+    doc.setdefault("config", {}).update(d=args.d, k=args.k, n_constraints=args.constraints, as_bytes=args.as_bytes,
                                         timeout=args.timeout, blas_threads=1)
     base = doc.setdefault("base_mib", {})
     results = doc.setdefault("probes", {})

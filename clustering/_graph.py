@@ -16,6 +16,11 @@ from sklearn.metrics import pairwise_distances
 from sklearn.neighbors import NearestNeighbors
 
 DENSE_LIMIT = 5000
+#: Above this many rows :func:`knn_distances` approximates the neighbours (``pynndescent``) when the
+#: data have more than :data:`EXACT_KNN_MAX_FEATURES` columns; at or below it, the search is exact.
+APPROX_KNN_ROWS = 100_000
+#: Up to this many columns exact tree search stays fast at any size, and is kept.
+EXACT_KNN_MAX_FEATURES = 16
 
 __all__ = [
     "add_gaussian_edges",
@@ -32,7 +37,7 @@ __all__ = [
 ]
 
 
-def knn_distances(X, n_neighbors):
+def knn_distances(X, n_neighbors, *, approx_above=APPROX_KNN_ROWS):
     """Distances and indices of each point's ``n_neighbors`` nearest other points.
 
     Parameters
@@ -40,6 +45,12 @@ def knn_distances(X, n_neighbors):
     X : ndarray of shape (n_samples, n_features), float64
     n_neighbors : int
         Clipped to ``n_samples - 1``.
+    approx_above : int, default=APPROX_KNN_ROWS
+        Above this many rows, with more than :data:`EXACT_KNN_MAX_FEATURES` columns, the
+        neighbours are approximate: nearest-neighbour descent (``pynndescent``, Dong et al.,
+        WWW 2011; recall about 0.9-0.99 on embeddings), where exact search would cost
+        ``O(n^2 d)``. At or below it (every size up to 100 000 rows by default) the search is
+        exact, as it always was.
 
     Returns
     -------
@@ -49,8 +60,11 @@ def knn_distances(X, n_neighbors):
     """
     n = X.shape[0]
     k = int(min(max(n_neighbors, 1), n - 1))
-    nn = NearestNeighbors(n_neighbors=k + 1).fit(X)
-    dist, ind = nn.kneighbors(X)
+    if n > approx_above and X.shape[1] > EXACT_KNN_MAX_FEATURES:
+        dist, ind = _approximate_knn(X, k + 1)
+    else:
+        nn = NearestNeighbors(n_neighbors=k + 1).fit(X)
+        dist, ind = nn.kneighbors(X)
     # Drop the self-match; with duplicate points the self index may not be
     # in column 0, so remove it explicitly per row.
     is_self = ind == np.arange(n)[:, None]
@@ -59,6 +73,26 @@ def knn_distances(X, n_neighbors):
     dist = dist[keep].reshape(n, k)
     ind = ind[keep].reshape(n, k)
     return dist, ind.astype(np.int64)
+
+
+def _approximate_knn(X, k):
+    """``k`` approximate nearest neighbours of every row (itself included) by ``pynndescent``.
+
+    Seeded (``random_state=0``) and single-threaded, so the graph is reproducible. The rare rows
+    whose list the search did not fill (index -1: heavily duplicated data) get their exact
+    neighbours instead.
+    """
+    from pynndescent import NNDescent
+
+    index = NNDescent(np.asarray(X, dtype=np.float32), n_neighbors=k, metric="euclidean", random_state=0,
+                      n_jobs=1, low_memory=True, compressed=True, verbose=False)
+    ind, dist = index.neighbor_graph
+    ind, dist = ind.astype(np.int64), dist.astype(np.float64)
+    rows = np.unique(np.nonzero(ind < 0)[0])
+    if rows.size:
+        dist[rows], ind[rows] = NearestNeighbors(n_neighbors=k).fit(X).kneighbors(X[rows])
+    order = np.argsort(dist, axis=1, kind="stable")
+    return np.take_along_axis(dist, order, 1), np.take_along_axis(ind, order, 1)
 
 
 def kth_neighbor_sigma(X, n_neighbors=20, *, dist=None):

@@ -12,13 +12,16 @@ class DatasetCreateSchema(Schema):
 
     name = fields.String(load_default=None, validate=validate.Length(max=200))
     data = Matrix(
-        required=True,
+        load_default=None,
         metadata={
             "type": "array",
             "items": {"type": "array", "items": {"type": "number"}},
-            "description": "n x d matrix of finite numbers, each at most 1e100 in magnitude, one row per item",
+            "description": "n x d matrix of finite numbers, each at most 1e100 in magnitude, one row per item "
+                           "(or upload_id)",
         },
     )
+    upload_id = fields.String(load_default=None, metadata={
+        "description": "a complete resumable upload (POST /v1/uploads) to take the matrix from, instead of data"})
     labels = fields.List(
         fields.Raw(),
         load_default=None,
@@ -40,6 +43,10 @@ class DatasetCreateSchema(Schema):
         X = data.get("data")
         n = None if X is None else X.shape[0]
         errors = {}
+        if (X is None) == (data.get("upload_id") is None):
+            if X is None:
+                raise ValidationError({"data": ["Missing data for required field (or give upload_id)."]})
+            raise ValidationError({"upload_id": ["give data or upload_id, not both"]})
         labels = data.get("labels")
         if labels is not None and n is not None:
             if len(labels) != n:
@@ -70,7 +77,8 @@ class DatasetSchema(Schema):
     n_classes = fields.Integer(allow_none=True)
     has_item_ids = fields.Boolean()
     has_items = fields.Boolean(metadata={"description": "rows carry content for people (items)"})
-    checksum = fields.String(metadata={"description": "sha256 of the float64 matrix bytes"})
+    checksum = fields.String(metadata={"description": "sha256 of the matrix bytes as stored (C order, dtype)"})
+    dtype = fields.String(metadata={"description": "float64, or float32 for a binary upload of float32"})
     created_at = fields.String()
     expires_at = fields.String(allow_none=True)
 

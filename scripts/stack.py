@@ -112,14 +112,14 @@ class Stack:
         self.env["REDIS_URL"] = self.redis_url
         return self.redis_url
 
-    def start_worker(self, concurrency=1):
-        """Start one Celery worker; returns its name (key in ``procs``)."""
+    def start_worker(self, concurrency=1, env=None):
+        """Start one Celery worker (``env``: settings of its own); returns its name (key in ``procs``)."""
         self._worker_count += 1
         name = f"worker{self._worker_count}"
         self._spawn(name, [str(BIN / "celery"), "-A", "workers.celery_app", "worker",
                            "-Q", "shoal.long,shoal.short", "--concurrency", str(concurrency),
                            "--pool", "prefork", "--loglevel", "INFO", "-n", f"{name}-{os.getpid()}@%h",
-                           "--without-gossip", "--without-mingle"])
+                           "--without-gossip", "--without-mingle"], env=env)
         return name
 
     def start_web(self, workers=2, port=None):

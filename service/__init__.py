@@ -74,10 +74,11 @@ def create_app(config=None):
     auth.register(app)
     api = ShoalApi(app)
     auth.document(api, required=app.config["SHOAL_TENANCY"])
-    from . import annotate, annotators, constraints, datasets, health, idempotency, jobs, keys, methods, metrics, sessions
+    from . import (annotate, annotators, constraints, datasets, health, idempotency, jobs, keys, methods, metrics,
+                   sessions, uploads)
 
-    for bp in (datasets.blp, jobs.blp, sessions.blp, annotators.blp, constraints.blp, methods.blp, health.blp,
-               metrics.blp, keys.blp):
+    for bp in (datasets.blp, uploads.blp, jobs.blp, sessions.blp, annotators.blp, constraints.blp, methods.blp,
+               health.blp, metrics.blp, keys.blp):
         # flask-smorest's etag decorator only sets the ETag; _not_modified answers every conditional GET
         # (its own check, a strong comparison answered without the ETag, would come first).
         bp._check_not_modified = _etag_checked_after_request
@@ -149,20 +150,25 @@ def _require_json():
     JSON body") and a plain body labelled gzip was taken as if unlabelled. Its 415
     ``unsupported_content_encoding`` names ``identity`` in ``Accept-Encoding``.
     """
+    from schemas.uploads import BINARY_TYPES
+
+    from .uploads import binary_request
+
     if request.method in ("POST", "PUT", "PATCH") and request.content_length:
         content = body.codings(request.headers.get("Content-Encoding"))
         if any(c != "identity" for c in content):
             raise errors.ApiError(415, "unsupported_content_encoding",
                                   f"send the body without a content coding, not {', '.join(content)}",
                                   headers={"Accept-Encoding": "identity"})
-        if not request.is_json:
+        if not request.is_json and not binary_request():
+            also = (", " + ", ".join(BINARY_TYPES)) if request.endpoint == "datasets.create_dataset" else ""
             raise errors.ApiError(415, "unsupported_media_type",
-                                  f"send the body as application/json, not {request.mimetype or 'no type'}")
+                                  f"send the body as application/json{also}, not {request.mimetype or 'no type'}")
 
 
 #: Path arguments that are record ids: the prefix of the ids the API makes, and what they name.
 _PATH_IDS = {"dataset_id": ("ds", "dataset"), "job_id": ("job", "job"), "session_id": ("ses", "session"),
-             "link_id": ("lnk", "link")}
+             "link_id": ("lnk", "link"), "upload_id": ("up", "upload")}
 
 
 def _check_path_ids():

@@ -79,14 +79,16 @@ def size_chunked_body():
         ``bad_request`` for a chunked body the server cannot read (a malformed chunk, or cut off:
         gunicorn raises while the body is read, which was a 500).
     """
+    from .uploads import binary_request
+
     environ = request.environ
     transfer = codings(environ.get("HTTP_TRANSFER_ENCODING"))
     if any(c not in ("chunked", "identity") for c in transfer):  # gunicorn takes gzip etc. but decodes none of them
         raise ApiError(501, "transfer_coding_not_implemented",
                        f"the body's transfer coding {', '.join(transfer)} is not implemented: send it chunked "
                        "or with Content-Length, uncompressed")
-    if environ.get("CONTENT_LENGTH") or "chunked" not in transfer:
-        return
+    if environ.get("CONTENT_LENGTH") or "chunked" not in transfer or binary_request():
+        return  # a binary upload streams its body itself (service.uploads), up to SHOAL_MAX_UPLOAD_BYTES
     limit = current_app.config.get("MAX_CONTENT_LENGTH")
     stream, parts, size = environ["wsgi.input"], [], 0
     try:

@@ -32,6 +32,8 @@ class Config:
         }
     }
     MAX_CONTENT_LENGTH = _int("SHOAL_MAX_BYTES", 64 * 1024 * 1024)
+    # Bytes of one binary dataset body or resumable upload (service.uploads), apart from the JSON cap above.
+    SHOAL_MAX_UPLOAD_BYTES = _int("SHOAL_MAX_UPLOAD_BYTES", 4 * 1024 ** 3)
     SHOAL_MAX_ROWS = _int("SHOAL_MAX_ROWS", 100_000)
     SHOAL_MAX_FEATURES = _int("SHOAL_MAX_FEATURES", 10_000)
     SHOAL_MAX_CELLS = _int("SHOAL_MAX_CELLS", 10_000_000)

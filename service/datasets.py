@@ -1,12 +1,15 @@
-"""Datasets: upload (validated, stored as float64), metadata, list, delete."""
+"""Datasets: upload (JSON, a binary body or a resumable upload: service.uploads), metadata, labels, list, delete."""
 
-from flask import current_app, url_for
+import functools
+
+from flask import current_app, request, url_for
 from flask_smorest import Blueprint
 
 from clustering.exceptions import InvalidInputError
 from clustering.validation import check_values
 from schemas.datasets import DatasetCreateSchema, DatasetListArgsSchema, DatasetListSchema, DatasetSchema
 from schemas.items import ItemsInfoSchema, ItemsRequestSchema, clean_item
+from schemas.uploads import BINARY_TYPES, DatasetLabelsSchema
 from workers.records import is_record_id
 from workers.dataset_store import DatasetInUse
 from workers.session_store import refuse_if_in_use
@@ -16,6 +19,7 @@ from .auth import listing_scope, require_owned, tenant
 from .limits import check_quota
 from .errors import ApiError, check_page_token, problem_docs
 from .idempotency import idempotent
+from .uploads import binary_request, check_row_lists, create_binary_dataset, dataset_from_upload
 
 blp = Blueprint("datasets", __name__, url_prefix="/v1/datasets", description="Upload and manage datasets")
 
@@ -71,13 +75,48 @@ def dataset_or_404(store, dataset_id, pointer=None):
     return require_owned(meta, "dataset", dataset_id, pointer)
 
 
+def _created(meta):
+    return meta, 201, {"Location": url_for("datasets.get_dataset", dataset_id=meta["id"])}
+
+
+def _binary_alternative(view):
+    """Answer ``POST /v1/datasets`` with a binary body (:data:`schemas.uploads.BINARY_TYPES`) before the
+    JSON schema parses anything: the body streams to the data directory (:func:`service.uploads.create_binary_dataset`)."""
+    @functools.wraps(view)
+    def wrapper(*args, **kwargs):
+        if binary_request():
+            meta = create_binary_dataset(name=request.args.get("name"))
+            _, status, headers = _created(meta)
+            return DatasetSchema().dump(meta), status, headers
+        return view(*args, **kwargs)
+    return wrapper
+
+
+_BINARY_BODY = {"schema": {"type": "string", "format": "binary"}}
+
+
 @blp.route("", methods=["POST"])
+@_binary_alternative
 @idempotent(blp)
 @blp.arguments(DatasetCreateSchema)
+@blp.doc(requestBody={"content": {t: _BINARY_BODY for t in BINARY_TYPES}},
+         parameters=[{"in": "query", "name": "name", "required": False, "schema": {"type": "string", "maxLength": 200},
+                      "description": "the dataset's name, for a binary body"}])
 @blp.response(201, DatasetSchema, headers=doc_headers("Location"))
-@problem_docs(blp, (413, "Too many rows, columns or bytes"), (422, "NaN, ragged rows, non-numeric cells ..."))
+@problem_docs(blp, (404, "Unknown upload_id"), (409, "The upload is not complete"),
+              (413, "Too many rows, columns or bytes"), (422, "NaN, ragged rows, non-numeric cells ..."))
 def create_dataset(body):
-    """Upload an (n, d) numeric matrix, optional ground-truth labels and item ids."""
+    """Upload an (n, d) numeric matrix, optional ground-truth labels and item ids.
+
+    As JSON (``data``, small matrices), as a binary body (``application/x-npy``: a ``.npy`` float32 or
+    float64 C-ordered matrix; ``application/vnd.apache.parquet`` or ``application/vnd.apache.arrow.stream``:
+    a table of numeric columns or one fixed-size-list column, with optional ``label`` and ``item_id``
+    columns; ``?name=``), or from a complete resumable upload (``upload_id``; ``POST /v1/uploads``).
+    Binary bodies are bounded by ``SHOAL_MAX_UPLOAD_BYTES`` and do not take ``Idempotency-Key``.
+    Labels and item ids of a ``.npy`` body follow in ``PATCH /v1/datasets/{id}``. See docs/datasets.md.
+    """
+    if body.get("upload_id") is not None:
+        return _created(dataset_from_upload(body))
     X = body["data"]
     check_size(X)
     check_data_values(X)
@@ -87,7 +126,32 @@ def create_dataset(body):
                              owner=tenant())
     if body.get("items") is not None:
         meta["has_items"] = store.put_items(meta["id"], [clean_item(it) for it in body["items"]])
-    return meta, 201, {"Location": url_for("datasets.get_dataset", dataset_id=meta["id"])}
+    return _created(meta)
+
+
+@blp.route("/<string:dataset_id>", methods=["PATCH"])
+@blp.arguments(DatasetLabelsSchema)
+@blp.response(200, DatasetSchema)
+@problem_docs(blp, (404, "Unknown or expired dataset"),
+              (409, "A job or session was created on the dataset, or it has labels or item ids already"),
+              (422, "Lengths that are not the row count, labels that are not integers or strings"))
+def set_dataset_labels(body, dataset_id):
+    """Give a dataset uploaded as a binary body its labels and item ids (once, before any job or session uses it)."""
+    store = get_store()
+    meta = dataset_or_404(store, dataset_id)
+    labels, item_ids = body.get("labels"), body.get("item_ids")
+    if labels is not None:
+        bad = [i for i, v in enumerate(labels) if isinstance(v, bool) or not isinstance(v, (int, str))]
+        if bad:
+            raise ApiError(422, "invalid_input", f"labels[{bad[0]}] must be an integer or a string",
+                           errors={"/labels": [f"labels[{bad[0]}] must be an integer or a string"]})
+    check_row_lists(meta["n_samples"], labels, item_ids)
+    if meta["has_labels"] or meta["has_item_ids"] or store.dataset_users(dataset_id):
+        raise ApiError(409, "dataset_labelled", f"dataset {dataset_id!r} has labels or item ids already, or a job "
+                       "or session was created on it: upload it again to change them")
+    if not store.set_dataset_aux(dataset_id, labels=labels, item_ids=item_ids):
+        raise ApiError(404, "not_found", f"dataset {dataset_id!r} does not exist or has expired")
+    return store.get_dataset_meta(dataset_id)
 
 
 @blp.route("", methods=["GET"])

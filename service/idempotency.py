@@ -57,7 +57,9 @@ def idempotent(blp, document_409=True):
 def _claim():
     """before_request: claim the key, or answer from what it already holds."""
     key = request.headers.get(HEADER)
-    if key is None or request.method != "POST":
+    from .uploads import binary_request
+
+    if key is None or request.method != "POST" or binary_request():  # a binary body is not read twice
         return None
     view = current_app.view_functions.get(request.endpoint)
     if not getattr(view, "idempotent", False):

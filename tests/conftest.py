@@ -35,6 +35,7 @@ os.environ.setdefault("SHOAL_RATE_LIMITS", "off")
 @pytest.fixture(scope="session")
 def stack(tmp_path_factory):
     """Redis only; workers and the web server start on demand."""
+    TEST_ENV["SHOAL_DATA_DIR"] = str(tmp_path_factory.mktemp("data"))  # matrices of every process
     st = Stack(env=TEST_ENV, log_dir=tmp_path_factory.mktemp("stack"))
     st.start_redis()
     os.environ.update(TEST_ENV)

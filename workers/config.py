@@ -1,6 +1,7 @@
 """Worker and store settings from the environment (``SHOAL_*``), never at import time."""
 
 import os
+import tempfile
 from dataclasses import dataclass, field
 
 #: Prefix of every Redis key Shoal writes (Celery's own keys excepted).
@@ -36,6 +37,11 @@ class Settings:
     task may be sent twice (the second one runs nothing, at a cost).
     ``fair_inflight`` is how many jobs of one tenant may wait in the broker's
     queue (:mod:`workers.fair`); 0 sends every job at once.
+    ``data_dir`` is the directory of the dataset matrices (:mod:`workers.matrix_files`), the
+    same directory for the API and every worker (each may reach it by its own path);
+    ``matrix_sweep_interval`` how often one live worker removes the files of expired
+    datasets (:meth:`workers.dataset_store.DatasetStoreMixin.collect_matrices`) and of
+    resumable uploads not finished within ``upload_ttl`` seconds (:mod:`workers.upload_store`).
     """
 
     redis_url: str = "redis://127.0.0.1:6379/0"
@@ -51,6 +57,9 @@ class Settings:
     job_ttl: int = 7 * 24 * 3600
     dataset_ttl: int = 30 * 24 * 3600
     progress_interval: float = 1.0
+    data_dir: str = os.path.join(tempfile.gettempdir(), "shoal-data")
+    matrix_sweep_interval: float = 60.0
+    upload_ttl: int = 24 * 3600
     webhook_secret: str = ""
     webhook_max_retries: int = 5
     callback_allow_private: bool = False
@@ -74,6 +83,9 @@ class Settings:
             dataset_ttl=_env_int("SHOAL_DATASET_TTL", cls.dataset_ttl),
             progress_interval=_env_float("SHOAL_PROGRESS_INTERVAL", cls.progress_interval),
             fair_inflight=_env_int("SHOAL_FAIR_INFLIGHT", cls.fair_inflight),
+            data_dir=os.environ.get("SHOAL_DATA_DIR") or cls.data_dir,
+            upload_ttl=_env_int("SHOAL_UPLOAD_TTL", cls.upload_ttl),
+            matrix_sweep_interval=_env_float("SHOAL_MATRIX_SWEEP_INTERVAL", cls.matrix_sweep_interval),
             webhook_secret=os.environ.get("SHOAL_WEBHOOK_SECRET", ""),
             callback_allow_private=os.environ.get("SHOAL_CALLBACK_ALLOW_PRIVATE", "").strip().lower()
             in ("1", "true", "yes"),

@@ -1,21 +1,39 @@
-"""Datasets in Redis: the matrix, its metadata, and the jobs and sessions that use it.
+"""Datasets: metadata, labels and users in Redis, the matrix in a shared directory.
 
-A mixin of :class:`workers.store.Store` (key layout: that module's docstring). A job
+A mixin of :class:`workers.store.Store` (key layout: that module's docstring). The
+matrix is a content-addressed file (:mod:`workers.matrix_files`); Redis holds which
+datasets name each file (``matrix:{key}:datasets``), and a file goes once none
+does: on delete (:meth:`DatasetStoreMixin.delete_dataset`) and, for datasets that
+expired, in the workers' sweep (:meth:`DatasetStoreMixin.collect_matrices`). A job
 or session is created on a dataset inside :meth:`DatasetStoreMixin.on_dataset`, and
 a dataset is deleted inside a transaction that watches its user set
 (:meth:`DatasetStoreMixin.delete_dataset`), so the two never interleave.
 """
 
-import hashlib
 import io
 import json
+import os
 import time
+import uuid
+from contextlib import contextmanager
 
 import numpy as np
 
 from .config import PREFIX
+from .matrix_files import MatrixFiles, matrix_checksum, matrix_key
 from .records import decode_record, new_id, utcnow_iso
 from .tenancy import count_against, index_key, index_record, owned_by
+
+#: Every matrix key some dataset named when it was stored (the sweep's work list).
+MATRICES = f"{PREFIX}matrices"
+#: Seconds a matrix's lock holds at most (a put writes or renames its file under it).
+LOCK_MS = 120_000
+_RELEASE_LUA = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0"
+
+
+def matrix_users_key(key):
+    """The set of dataset ids whose record names matrix ``key``."""
+    return f"{PREFIX}matrix:{key}:datasets"
 
 
 class DatasetGone(LookupError):
@@ -49,63 +67,157 @@ class DatasetStoreMixin:
     """Dataset methods of :class:`workers.store.Store`; they use its ``r`` (the Redis client),
     ``settings`` (:class:`workers.config.Settings`) and ``page_newest_first``."""
 
-    def put_dataset(self, X, *, name=None, labels=None, item_ids=None, owner=None):
+    @property
+    def matrix_files(self):
+        """The :class:`workers.matrix_files.MatrixFiles` under ``settings.data_dir`` (made on first use)."""
+        files = self.__dict__.get("_matrix_files")
+        if files is None:
+            files = self.__dict__["_matrix_files"] = MatrixFiles(self.settings.data_dir)
+        return files
+
+    @contextmanager
+    def matrix_lock(self, key, wait=True):
+        """Hold matrix ``key``'s lock (a put and the sweep of the same file never overlap).
+
+        Yields True when held; with ``wait=False`` yields False at once when another holds it.
+        """
+        lock, token = f"{PREFIX}matrix:{key}:lock", uuid.uuid4().hex
+        deadline = time.monotonic() + LOCK_MS / 1000
+        while not self.r.set(lock, token, nx=True, px=LOCK_MS):
+            if not wait or time.monotonic() > deadline:
+                yield False
+                return
+            time.sleep(0.02)
+        try:
+            yield True
+        finally:
+            self.r.eval(_RELEASE_LUA, 1, lock, token)
+
+    def put_dataset(self, X=None, *, name=None, labels=None, item_ids=None, upload=None, owner=None):
         """Store a validated matrix; returns its metadata dict.
 
         Parameters
         ----------
-        X : ndarray of shape (n, d), float64, finite
+        X : ndarray of shape (n, d), finite, or None
+            Stored as float64 (a JSON upload); None with ``upload``.
         labels : list of int or str, or None
         item_ids : list of str, or None
         owner : str or None
             The tenant that owns it (:mod:`workers.tenancy`); None without API keys.
+        upload : dict or None
+            A checked ``.npy`` file in the data directory's ``tmp/``: ``{"path", "checksum",
+            "dtype", "shape"}`` (:mod:`service.uploads`); it is moved into place (float32 stays float32).
         """
-        X = np.ascontiguousarray(X, dtype=np.float64)
+        if upload is None:
+            X = np.ascontiguousarray(X, dtype=np.float64)
+            sha, dtype, shape = matrix_checksum(X), X.dtype, X.shape
+        else:
+            sha, dtype, shape = upload["checksum"], np.dtype(upload["dtype"]), tuple(upload["shape"])
+        key = matrix_key(sha, dtype, shape)
         did = new_id("ds")
-        buf = io.BytesIO()
-        np.save(buf, X, allow_pickle=False)
         now = time.time()
         ttl = self.settings.dataset_ttl
         meta = {
             "id": did,
             "name": name,
-            "n_samples": int(X.shape[0]),
-            "n_features": int(X.shape[1]),
+            "n_samples": int(shape[0]),
+            "n_features": int(shape[1]),
             "has_labels": labels is not None,
             "n_classes": None if labels is None else len(set(labels)),
             "has_item_ids": item_ids is not None,
             "has_items": False,
-            "checksum": hashlib.sha256(X.tobytes()).hexdigest(),
+            "checksum": sha,
+            "dtype": dtype.name,
+            "matrix": key,
             "created_at": utcnow_iso(now),
             "created_ts": now,
             "expires_at": utcnow_iso(now + ttl) if ttl else None,
             "owner": owner,
         }
-        key = f"{PREFIX}dataset:{did}"
-        pipe = self.r.pipeline()
-        pipe.hset(key, mapping={k: json.dumps(v) for k, v in meta.items()})
-        index_record(pipe, "datasets", owner, did, now)
-        count_against(pipe, owner, "bytes", did, X.nbytes)
-        pipe.set(f"{key}:X", buf.getvalue())
-        pipe.set(f"{key}:aux", json.dumps({"labels": labels, "item_ids": item_ids}))
-        if ttl:
-            for k in (key, f"{key}:X", f"{key}:aux"):
-                pipe.expire(k, ttl)
-        pipe.execute()
+        rkey = f"{PREFIX}dataset:{did}"
+        files = self.matrix_files
+        with self.matrix_lock(key):
+            if upload is not None:
+                files.adopt(upload["path"], key)
+            elif not files.exists(key):
+                files.write(X)
+            pipe = self.r.pipeline()
+            pipe.hset(rkey, mapping={k: json.dumps(v) for k, v in meta.items()})
+            index_record(pipe, "datasets", owner, did, now)
+            count_against(pipe, owner, "bytes", did, int(shape[0]) * int(shape[1]) * dtype.itemsize)
+            pipe.set(f"{rkey}:aux", json.dumps({"labels": labels, "item_ids": item_ids}))
+            pipe.sadd(matrix_users_key(key), did)
+            pipe.sadd(MATRICES, key)
+            if ttl:
+                for k in (rkey, f"{rkey}:aux"):
+                    pipe.expire(k, ttl)
+            pipe.execute()
         return meta
+
+    def set_dataset_aux(self, did, *, labels=None, item_ids=None):
+        """Give a dataset its labels and item ids (after a binary upload); False if it is gone.
+
+        The metadata's ``has_labels``, ``n_classes`` and ``has_item_ids`` follow; the caller
+        checked lengths and types. Runs in a transaction on the record, so it does not
+        bring back a dataset deleted meanwhile.
+        """
+        rkey = f"{PREFIX}dataset:{did}"
+
+        def tx(pipe):
+            if not pipe.exists(rkey):
+                pipe.unwatch()
+                return False
+            ttl = pipe.ttl(rkey)
+            pipe.multi()
+            pipe.hset(rkey, mapping={"has_labels": json.dumps(labels is not None),
+                                     "n_classes": json.dumps(None if labels is None else len(set(labels))),
+                                     "has_item_ids": json.dumps(item_ids is not None)})
+            pipe.set(f"{rkey}:aux", json.dumps({"labels": labels, "item_ids": item_ids}),
+                     ex=ttl if ttl and ttl > 0 else None)
+            return True
+
+        return self.r.transaction(tx, rkey, value_from_callable=True)
+
+    def collect_matrices(self):
+        """Remove the files no dataset names any more (those of expired datasets); returns their keys.
+
+        A matrix's user set loses the datasets whose records are gone; a file whose set is
+        empty is deleted under the matrix's lock (a put of the same content waits for it
+        and writes the file anew). Files of ``tmp/`` a day old (writes and single-request
+        uploads of processes that died) go too.
+        """
+        gone = []
+        for raw in self.r.smembers(MATRICES):
+            key = raw.decode()
+            with self.matrix_lock(key, wait=False) as held:
+                if held and self._drop_if_unnamed(key):
+                    gone.append(key)
+        for path in self.matrix_files.stale_temp_files(24 * 3600):  # writes of processes that died
+            _unlink(path)
+        return gone
 
     def get_dataset_meta(self, did):
         """The dataset's metadata dict (see :meth:`put_dataset`), or None if unknown or expired."""
         return decode_record(self.r.hgetall(f"{PREFIX}dataset:{did}"))
 
     def load_dataset(self, did):
-        """Returns ``(X, labels, item_ids)`` or None; labels as given (ints or str)."""
+        """Returns ``(X, labels, item_ids)`` or None; labels as given (ints or str).
+
+        ``X`` is the matrix file mapped copy-on-write (:meth:`workers.matrix_files.MatrixFiles.open`):
+        float64, or float32 for a binary upload that sent float32.
+        """
         key = f"{PREFIX}dataset:{did}"
-        xb, aux = self.r.mget(f"{key}:X", f"{key}:aux")
-        if xb is None:
+        matrix, aux = self.r.hget(key, "matrix"), self.r.get(f"{key}:aux")
+        if aux is None:
             return None
-        X = np.load(io.BytesIO(xb), allow_pickle=False)
-        aux = json.loads(aux) if aux else {}
+        if matrix is not None:  # a file in the data directory, mapped (workers.matrix_files)
+            X = self.matrix_files.open(json.loads(matrix))
+        else:  # stored in Redis by an earlier version
+            xb = self.r.get(f"{key}:X")
+            X = None if xb is None else np.load(io.BytesIO(xb), allow_pickle=False)
+        if X is None:
+            return None
+        aux = json.loads(aux)
         return X, aux.get("labels"), aux.get("item_ids")
 
     def get_item_ids(self, did):
@@ -262,6 +374,8 @@ class DatasetStoreMixin:
     def delete_dataset(self, did, guard=None):
         """Delete the matrix and metadata; False if the dataset did not exist.
 
+        The matrix file goes with it unless another dataset names the same content.
+
         The sessions on it keep a copy of its item ids (:meth:`_item_ids_for_sessions`), written in
         the delete's transaction.
 
@@ -287,8 +401,10 @@ class DatasetStoreMixin:
         """
         key = f"{PREFIX}dataset:{did}"
         users_key = f"{key}:users"
+        freed = []
 
         def tx(pipe):
+            freed.clear()
             if not pipe.exists(key):
                 pipe.unwatch()
                 return False
@@ -297,7 +413,11 @@ class DatasetStoreMixin:
             if guard is not None:
                 guard(users)
             keep = self._item_ids_for_sessions(pipe, key, users)
+            matrix = pipe.hget(key, "matrix")
             pipe.multi()
+            if matrix is not None:
+                freed.append(json.loads(matrix))
+                pipe.srem(matrix_users_key(freed[-1]), did)
             for session_key, ids in keep:
                 pipe.set(session_key, ids, ex=self.settings.job_ttl or None)
             pipe.delete(key, f"{key}:X", f"{key}:aux", f"{key}:items")
@@ -307,4 +427,35 @@ class DatasetStoreMixin:
                 pipe.expire(users_key, ttl)
             return True
 
-        return self.r.transaction(tx, key, users_key, value_from_callable=True)
+        deleted = self.r.transaction(tx, key, users_key, value_from_callable=True)
+        for matrix in freed[-1:] if deleted else ():
+            self._free_matrix(matrix)
+        return deleted
+
+    def _free_matrix(self, key):
+        """Delete matrix ``key``'s file if no dataset names it any more."""
+        with self.matrix_lock(key):
+            self._drop_if_unnamed(key)
+
+    def _drop_if_unnamed(self, key):
+        """Under matrix ``key``'s lock: forget the datasets of its user set whose records are gone, and
+        delete the file when none is left. True if it was deleted."""
+        users = [m.decode() for m in self.r.smembers(matrix_users_key(key))]
+        pipe = self.r.pipeline()
+        for did in users:
+            pipe.exists(f"{PREFIX}dataset:{did}")
+        dead = [did for did, alive in zip(users, pipe.execute()) if not alive]
+        if dead:
+            self.r.srem(matrix_users_key(key), *dead)
+        if len(dead) < len(users):
+            return False
+        self.r.srem(MATRICES, key)
+        self.matrix_files.remove(key)
+        return True
+
+
+def _unlink(path):
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass

@@ -120,7 +120,24 @@ def beat(store, name):
         prune_indexes(store.r)  # expired ids leave the listing indexes without waiting for a listing
     except Exception:  # noqa: BLE001 - Redis or the broker away: the next beat tries again
         log.warning("held jobs not released or indexes not pruned", exc_info=True)
+    sweep_matrices(store)
     return recovered + dispatch_unsent(store)
+
+
+def sweep_matrices(store):
+    """Remove the matrix files of expired datasets and the files of expired uploads, at most once per ``matrix_sweep_interval`` across
+    all workers (claim ``matrices:swept``); returns the keys removed (None when another swept lately).
+
+    A sweep that fails (a file system or Redis error) is logged and tried again after the interval.
+    """
+    interval_ms = int(1000 * max(store.settings.matrix_sweep_interval, 0.001))
+    if not store.r.set(f"{PREFIX}matrices:swept", "1", nx=True, px=interval_ms):
+        return None
+    try:
+        return store.collect_matrices() + store.collect_uploads()
+    except Exception:  # noqa: BLE001 - the heartbeat must go on
+        log.exception("matrix sweep failed")
+        return None
 
 
 def dispatch_unsent(store, grace=None):

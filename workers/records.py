@@ -41,7 +41,7 @@ def new_id(prefix):
     return f"{prefix}_{uuid.uuid4().hex}"
 
 
-_RECORD_ID = re.compile(r"(ds|job|ses|lnk|key)_[0-9a-f]{32}")
+_RECORD_ID = re.compile(r"(ds|job|ses|lnk|key|up)_[0-9a-f]{32}")
 
 
 def is_record_id(value, prefix):
@@ -54,7 +54,7 @@ def is_record_id(value, prefix):
     Parameters
     ----------
     value : str
-    prefix : {"ds", "job", "ses", "lnk", "key"}
+    prefix : {"ds", "job", "ses", "lnk", "key", "up"}
 
     Returns
     -------

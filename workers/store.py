@@ -1,4 +1,4 @@
-"""Redis store: datasets, job records (the source of truth), results, affinities.
+"""Redis store: dataset records (matrices in files: :mod:`workers.matrix_files`), job records (the source of truth), results, affinities.
 
 The dataset methods live in :mod:`workers.dataset_store` (a mixin of :class:`Store`),
 the plain helpers (ids, timestamps, JSON, page tokens, problem objects) in
@@ -7,9 +7,14 @@ the plain helpers (ids, timestamps, JSON, page tokens, problem objects) in
 Layout (all keys prefixed ``shoal:``)::
 
     dataset:{id}          hash   meta fields (name, n_samples, ...), JSON values
-    dataset:{id}:X        bytes  float64 matrix as .npy (loaded with allow_pickle=False)
+    dataset:{id}:X        bytes  float64 matrix as .npy, datasets stored before the data directory only
     dataset:{id}:aux      bytes  JSON {"labels": [...] | null, "item_ids": [...] | null}
     dataset:{id}:users    set    "job:{id}" / "session:{id}" of every job and session on it
+    matrix:{key}:datasets set    ids of the datasets whose matrix is file {key} (workers.matrix_files)
+    matrix:{key}:lock     str    held while a put or the sweep touches file {key}
+    matrices              set    every matrix key a dataset named (the sweep's work list)
+    upload:{id}           hash   a resumable upload (workers.upload_store); its bytes are a file
+    matrices:swept        str    claim of the live worker that sweeps matrix files (liveness.beat)
     datasets              zset   dataset ids by creation time (listing, pagination)
     job:{id}              hash   record: state, progress, attempts, timestamps, error ...
     job:{id}:spec         bytes  JSON: constraints as submitted (index lists)
@@ -44,6 +49,7 @@ from .dataset_store import DatasetInUse, DatasetStoreMixin
 from .records import ACTIVE, decode_record, decode_token, dumps, encode_token, job_event, new_id, problem, utcnow_iso
 from .session_store import refuse_if_in_use
 from .tenancy import count_against, index_key, index_record, owned_by
+from .upload_store import UploadStoreMixin
 
 #: Redis failures, re-exported so the service need not import redis.
 StoreError = redis.RedisError
@@ -56,7 +62,7 @@ UNSENT = f"{PREFIX}jobs:unsent"
 PENDING_CLAIM_SECONDS = 180
 
 
-class Store(DatasetStoreMixin):
+class Store(DatasetStoreMixin, UploadStoreMixin):
     """Access to Shoal's state in Redis.
 
     Parameters

@@ -23,6 +23,11 @@ pytestmark = pytest.mark.integration
 
 _EXAMPLES = os.environ.get("SHOAL_FUZZ_EXAMPLES")  # set: a longer, random (not derandomized) hunt
 
+# binary dataset bodies (.npy, Parquet, Arrow stream) and upload pieces are sent as the raw bytes schemathesis makes
+for _media_type in ("application/x-npy", "application/vnd.apache.parquet", "application/vnd.apache.arrow.stream",
+                    "application/offset+octet-stream"):
+    schemathesis.serializer.alias(_media_type, "application/octet-stream")
+
 schema = schemathesis.openapi.from_path(Path(__file__).resolve().parents[2] / "openapi.yaml")
 
 
