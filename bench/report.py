@@ -286,6 +286,22 @@ FILES = {
                                 "python -m bench.speed_session_pass --datasets segment --passes 150 "
                                 "--out bench/results/speed_session_long.json"),
     "worker_loss.json": ("recovery when a worker dies mid-job / mid-pass", "python -m bench.worker_loss --reps 3"),
+    "annotator_page.json": ("the annotator page in Chromium: page load and answer -> next question, ARI by clicks",
+                            "python -m bench.annotator_page"),
+    "fair_dispatch.json": ("another tenant's single job behind one tenant's backlog, with and without fair dispatch",
+                           "python -m bench.fair_dispatch --backlog 200"),
+    "tenant_flood.json": ("a quiet tenant's GET latency and job start while another tenant floods the API",
+                          "python -m bench.tenant_flood --connections 50 --seconds 30 --nice-worker"),
+    "slow_clients.json": ("/healthz latency with slow-header and slow-body connections held open",
+                          "python -m bench.slow_clients --slow-header 100 --slow-body 20 --seconds 20"),
+    "upload.json": ("1 000 000 x 384 float32 uploaded as .npy, resumed .npy and Parquet: time and API memory",
+                    "python -m bench.upload --rows 1000000 --dims 384"),
+    "scale_limits_large.json": ("spectral_learning from 250 000 to 1 000 000 rows of 128 columns, 2000 constraints",
+                                "python -m bench.scale_limits --methods spectral_learning --n 250000 500000 1000000 "
+                                "--d 128 --constraints 2000 --out bench/results/scale_limits_large.json"),
+    "scale_limits_150k_spectral.json": ("spectral on 150 000 x 128 (the approximate-graph and multigrid paths)",
+                                        "python -m bench.scale_limits --methods spectral --n 150000 --d 128 "
+                                        "--out bench/results/scale_limits_150k_spectral.json"),
 }
 
 

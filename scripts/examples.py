@@ -7,6 +7,7 @@ answers, the catalogue, the probes) and prints a Python module whose ``EXAMPLES`
 puts them into the spec. Long lists (the catalogue, metrics) are cut to their first entries.
 """
 
+import io
 import pprint
 import sys
 import time
@@ -29,10 +30,10 @@ ADMIN_KEY = "acme:" + "k" * 32
 class Recorder:
     def __init__(self, base):
         self.base, self.examples = base, {}
+        self.auth = {"Authorization": "Bearer " + ADMIN_KEY.partition(":")[2]}
 
     def call(self, method, path, template=None, body=None, params=None, record=True):
-        r = requests.request(method, self.base + path, json=body, params=params, timeout=60,
-                             headers={"Authorization": "Bearer " + ADMIN_KEY.partition(":")[2]})
+        r = requests.request(method, self.base + path, json=body, params=params, timeout=60, headers=self.auth)
         assert r.status_code < 300, (method, path, r.status_code, r.text)
         if record:
             entry = self.examples.setdefault(f"{method} {template or path}", {"responses": {}})
@@ -57,6 +58,16 @@ def record(base):
                                                  "item_ids": [f"item-{i}" for i in range(len(Y))]})
     did = ds["id"]
     rec.call("GET", f"/v1/datasets/{did}", "/v1/datasets/{dataset_id}")
+    npy = io.BytesIO()
+    np.save(npy, X.astype(np.float32), allow_pickle=False)
+    up = rec.call("POST", "/v1/uploads", body={"content_type": "application/x-npy", "length": len(npy.getvalue())})
+    r = requests.patch(f"{base}/v1/uploads/{up['id']}", data=npy.getvalue(), timeout=60,
+                       headers={**rec.auth, "Upload-Offset": "0", "Content-Type": "application/offset+octet-stream"})
+    assert r.status_code == 204, r.text
+    rec.call("GET", f"/v1/uploads/{up['id']}", "/v1/uploads/{upload_id}")
+    binary = rec.call("POST", "/v1/datasets", body={"upload_id": up["id"], "name": "points-f32"}, record=False)
+    rec.call("PATCH", f"/v1/datasets/{binary['id']}", "/v1/datasets/{dataset_id}",
+             body={"labels": Y, "item_ids": [f"item-{i}" for i in range(len(Y))]})
     rec.call("PUT", f"/v1/datasets/{did}/items", "/v1/datasets/{dataset_id}/items", body={"items": [
         {"text": f"Point {i} of group {y}", "fields": {"group": str(y)}} for i, y in enumerate(Y)]})
     job = rec.call("POST", "/v1/jobs", body={

@@ -2,13 +2,14 @@
 
 Under gevent (``service.gunicorn_worker``) a web process serves every connection at the same
 time, so 50 connections of one key had 25 requests running in each process, and another
-tenant's request waited its turn behind all of them on the CPU. Here a key (or, without one,
-a client address) may have ``SHOAL_CONCURRENCY_PER_KEY`` requests (2) in progress in a
-process; one more is answered 429 ``too_many_concurrent_requests`` before Flask, the rate
+tenant's request waited its turn behind all of them on the CPU. Here an API key may have
+``SHOAL_CONCURRENCY_PER_KEY`` requests (2) in progress in a process; one more is answered 429 ``too_many_concurrent_requests`` before Flask, the rate
 limiter or Redis see it. A refusal (this one and the rate limit's) is sent after
 ``SHOAL_REFUSAL_DELAY`` seconds (1; only in a gevent process, where the wait holds a
 greenlet, not a worker): a client that retries at once spends its time waiting, not the
-server's CPU. The probes and the docs are never counted.
+server's CPU. The probes and the docs are never counted, nor are requests without a key: a
+client address is no identity here (every client behind one proxy or NAT shares it, so a crowd
+answering through one would be refused), and the rate limit per address covers them.
 """
 
 import hashlib
@@ -40,10 +41,11 @@ def delay_refusal():
 
 
 def _identity(environ):
+    """The request's API key (a digest of it), or None without one."""
     scheme, _, token = environ.get("HTTP_AUTHORIZATION", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        return "k" + hashlib.sha256(token.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
-    return "a" + environ.get("REMOTE_ADDR", "")
+        return hashlib.sha256(token.strip().encode("utf-8", "surrogatepass")).hexdigest()[:16]
+    return None
 
 
 class ConcurrencyGate:
@@ -63,9 +65,9 @@ class ConcurrencyGate:
 
     def __call__(self, environ, start_response):
         path = environ.get("PATH_INFO", "")
-        if self.limit <= 0 or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
-            return self.app(environ, start_response)
         who = _identity(environ)
+        if self.limit <= 0 or who is None or path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            return self.app(environ, start_response)
         with self.lock:
             n = self.running.get(who, 0)
             if n >= self.limit:

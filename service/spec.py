@@ -15,10 +15,12 @@ import re
 
 from apispec.yaml_utils import dict_to_yaml
 
+from schemas.uploads import BINARY_TYPES
+
 _RST_LITERAL = re.compile(r"``(.+?)``", re.S)
 _PROSE = ("summary", "description")
 #: Media types whose bodies are bytes: no example (a ``.npz`` file).
-BINARY = frozenset({"application/octet-stream"})
+BINARY = frozenset({"application/octet-stream", "application/offset+octet-stream", *BINARY_TYPES})
 
 
 def plain_text(node):

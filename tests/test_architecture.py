@@ -37,7 +37,7 @@ LAYERS = {
         {"workers.liveness", "workers.submit", "workers.fair"},
         # records in Redis
         {"workers.store", "workers.session_store", "workers.dataset_store", "workers.tracking",
-         "workers.annotator_store", "workers.tenancy"},
+         "workers.annotator_store", "workers.tenancy", "workers.upload_store", "workers.matrix_files"},
         # below the records: the broker's configuration and producer, record encoding, settings, helpers
         {"workers.broker", "workers.records", "workers.session_scripts", "workers.stats", "workers.config",
          "workers.callbacks", "workers.crowd", "workers.registry", "workers.projection", "workers"},

@@ -72,7 +72,9 @@ def resources_of_a(tenants, store):
     ses = SessionStore(store).create(dataset_id=did, strategy="urasc", n_clusters=2, budget=10,
                                      question_type="pairwise", answers_per_question=1, params={},
                                      random_state=0, owner="tenant-a")["id"]
-    return {"dataset_id": did, "job_id": done, "queued_job_id": queued, "session_id": ses}
+    up = tenants.post("/v1/uploads", json={"content_type": "application/x-npy", "length": 1000}, headers=A)
+    assert up.status_code == 201, up.json
+    return {"dataset_id": did, "job_id": done, "queued_job_id": queued, "session_id": ses, "upload_id": up.json["id"]}
 
 
 def _snapshot(store, ids):
@@ -100,11 +102,16 @@ BODIES = {
     ("put", "/v1/datasets/{dataset_id}/items"): lambda ids: {"items": [{"text": "a"}] * 40},  # A has 40 rows
     ("post", "/v1/sessions/{session_id}/annotators"): lambda ids: {"worker_id": "w1"},
     ("post", "/v1/sessions/{session_id}/gold"): lambda ids: {"questions": [{"items": [0, 1], "answer": "must_link"}]},
+    ("patch", "/v1/datasets/{dataset_id}"): lambda ids: {"labels": [0] * 40},
+    ("post", "/v1/uploads"): lambda ids: {"content_type": "application/x-npy", "length": 10},
+    ("patch", "/v1/uploads/{upload_id}"): lambda ids: b"\x93NUMPY",  # bytes: sent as the raw body
 }
+#: Headers a raw (bytes) body goes with.
+RAW_HEADERS = {"Content-Type": "application/offset+octet-stream", "Upload-Offset": "0"}
 #: Path parameters that name a tenant's record, and which of A's records each case uses.
-RECORD_PARAMS = ("dataset_id", "job_id", "session_id")
+RECORD_PARAMS = ("dataset_id", "job_id", "session_id", "upload_id")
 #: Operations that create a record of the caller's own (B's dataset): not one of A's.
-CREATES_OWN = {("post", "/v1/datasets")}
+CREATES_OWN = {("post", "/v1/datasets"), ("post", "/v1/uploads")}
 
 OPERATIONS = sorted((method, path) for path, ops in SPEC["paths"].items() for method in ops
                     if method in ("get", "post", "put", "patch", "delete"))
@@ -137,14 +144,17 @@ def test_tenant_b_gets_404_for_tenant_a_resources_and_changes_nothing(tenants, s
         cases = [filled]
     body = BODIES.get((method, path))
     names_a_record = any("{" + n + "}" in path for n in RECORD_PARAMS) or (
-        body is not None and "dataset_id" in json.dumps(body(ids)) and (method, path) not in CREATES_OWN)
+        body is not None and not isinstance(body(ids), bytes) and "dataset_id" in json.dumps(body(ids))
+        and (method, path) not in CREATES_OWN)
     for url in cases:
         queries = [""]
         if "dataset_id" in _param_names(method, path):
             queries.append(f"?dataset_id={ids['dataset_id']}")
         for q in queries:
             kwargs = {"headers": B}
-            if body is not None:
+            if body is not None and isinstance(body(ids), bytes):
+                kwargs = {"headers": {**B, **RAW_HEADERS}, "data": body(ids)}
+            elif body is not None:
                 kwargs["json"] = body(ids)
             r = getattr(tenants, method)(url + q, **kwargs)
             if path.startswith("/v1/admin/"):
