@@ -151,6 +151,30 @@ class ReConParams(_Params):
     # minimal conflicting set, reported in the result), "reject" answers 422.
 
 
+#: ``auto``'s candidate ids (clustering._auto: default_candidates and relative_candidates; a test compares them).
+AUTO_CANDIDATES = ("rf-def", "rf-sep", "rf-rca", "rf-rcaf", "ccskl-0.1", "ccskl-0.325", "ccskl-0.55", "ccskl-0.775",
+                   "ccskl-1", "ccskl-3.25", "ccskl-5.5", "ccskl-7.75", "ccskl-10", "e2cp-0.6", "e2cp-0.9", "sl-rbf",
+                   "sl-knn", "sc-rbf", "sc-knn", "ckm", "dcrc-0.05", "dcrc-0.2", "recon-constraint_guided",
+                   "recon-height")
+
+
+class AutoParams(_Params):
+    budget_factor = _float(1, 20, 5.0, metadata={
+        "description": "search budget in CPU seconds = max(10, budget_factor x the predicted time of the slowest "
+                       "candidate's full fit); the refit comes on top of the search within it"})
+    n_folds = _int(2, 10, 5, metadata={"description": "folds over constraint units"})
+    max_repeats = _int(1, 3, 2, metadata={"description": "fold assignments; the last rung scores the finalists on "
+                                                         "the second"})
+    k_min = _int(2, 50, None, allow_none=True, metadata={"description": "with n_clusters null: smallest K tried"})
+    k_max = _int(2, 50, None, allow_none=True, metadata={"description": "with n_clusters null: largest K tried"})
+    candidates = fields.List(fields.String(validate=validate.OneOf(AUTO_CANDIDATES)), load_default=None,
+                             allow_none=True, validate=validate.Length(min=1), metadata={
+        "description": "settings to choose from (null = all): " + ", ".join(AUTO_CANDIDATES)})
+    tie_break = one_of("prior", ["prior", "consensus"],
+            "within one paired SE of the best: the first in the fixed prior order, or the setting whose fold "
+            "partitions agree most with the other families' best (needs 3 families near the best)")
+
+
 METHODS = {
     "spectral": {
         "title": "Spectral clustering (Ng, Jordan, Weiss 2001), unconstrained reference",
@@ -234,6 +258,16 @@ METHODS = {
         "hard_constraints": False,
         "outputs": ["labels", "affinity", "kernel", "beta"],
         "reference": "Li, Liu. Constrained clustering by spectral kernel learning. ICCV 2009.",
+    },
+    "auto": {
+        "title": "auto: the method, its settings and K chosen by held-out constraints, refitted on all",
+        "estimator": "AutoClustering",
+        "params": AutoParams,
+        "constraints": ["pairwise", "triplets", "relative"],
+        "hard_constraints": False,
+        "outputs": ["labels", "affinity", "auto"],
+        "reference": "Pourrajabi et al. Model selection for semi-supervised clustering. EDBT 2014; Van "
+                     "Craenendonck, Blockeel. Constraint-based clustering selection. Machine Learning 106, 2017.",
     },
     "dcrc": {
         "title": "DCRC: discriminative clustering with relative constraints (yes / no / don't know)",

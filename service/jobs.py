@@ -181,10 +181,18 @@ def _check_method(body, meta):
     _check_row_limit(method, meta)
     _check_option_limits(method, params, presets.get(preset, {}), body,
                          {"rows": n_samples, "columns": n_features})
+    if body["n_clusters"] is None and method != "auto":
+        raise ApiError(422, "invalid_n_clusters", "n_clusters may be null only with method auto",
+                       errors={"/n_clusters": [f"required with method {method!r} (null only with auto)"]})
     try:
-        check_n_clusters(body["n_clusters"], n_samples)
+        check_n_clusters(body["n_clusters"], n_samples, allow_none=method == "auto")
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
+    kinds = present_kinds(body.get("constraints"))
+    if method == "auto" and "pairwise" in kinds and kinds & {"triplets", "relative", "hierarchy"}:
+        raise ApiError(422, "auto_mixed_constraints", "auto chooses among pairwise methods or among relative "
+                       "ones: send pairwise or relative constraints, not both",
+                       errors={"/constraints": ["pairwise and relative constraints together with method auto"]})
     accepted = set(METHODS[method]["constraints"])
     for kind in sorted(present_kinds(body.get("constraints")) - accepted):
         what = ", ".join(sorted(accepted)) or "no constraints"
@@ -248,7 +256,9 @@ def create_job(body):
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
-                     on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
+                     on_conflict=body["on_conflict"],
+                     scale=body["scale"] or ("auto" if body["method"] == "auto" else "none"),
+                     callback_url=body.get("callback_url"),
                      n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
                      n_features=meta["n_features"])
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}

@@ -358,6 +358,8 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
         "diagnostics": registry.diagnostics(method, estimator, constraints),
         "extras": registry.extras(method, estimator, constraints),
     }
+    if getattr(estimator, "auto_", None) is not None:
+        result["auto"] = estimator.auto_
     return result
 
 
@@ -462,7 +464,11 @@ def run_job(self, job_id):
         X = zscore(X_raw) if job.get("scale") == "zscore" else X_raw
         spec = through_outage(store.get_job_spec, job_id) or {}
         callback = make_callback(store, job_id, store.settings.progress_interval)
-        estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=job["params"],
+        params = job["params"]
+        if job["method"] == "auto":  # scale unset: auto chooses; the search leaves half the time limit to the refit
+            params = {**params, "scale": "auto" if job.get("scale") == "auto" else "none",
+                      "max_seconds": store.settings.soft_time_limit / 2}
+        estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=params,
                                    random_state=job["random_state"], callback=callback,
                                    on_conflict=job.get("on_conflict", "keep"))
         kwargs = registry.fit_kwargs(job["method"], spec.get("constraints"))

@@ -444,12 +444,12 @@ class AutoClustering(ClusterMixin, BaseEstimator):
                 "dropped_closure": sum(r["dropped_closure"] for r in repeats),
                 "dropped_parity": sum(r["dropped_parity"] for r in repeats)}
 
-    def _proxy_ba(self, X, units, repeats, rs, ctx, cand, K, kinds, boot):
+    def _proxy_ba(self, X, units, repeats, rs, ctx, cand, K, kinds, boot, folds=None):
         """A proxy setting's pooled held-out counts at K on repeat 1 (None if it fails)."""
         counts = UnitCounts(units.n_units)
         R = repeats[0]
         labels_once = None
-        for f in range(len(R["train"])):
+        for f in (range(len(R["train"])) if folds is None else folds):
             tr, te = R["train"][f], R["test"][f]
             try:
                 if not cand.uses_constraints:
@@ -480,7 +480,7 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             ctx = {"r": ccskl_r(Xs)}
             tot = UnitCounts(units.n_units)
             for c in cheap:
-                cnt = self._proxy_ba(Xs, units, repeats, rs, ctx, c, K, kinds, boot)
+                cnt = self._proxy_ba(Xs, units, repeats, rs, ctx, c, K, kinds, boot, folds=(0, 1))
                 if cnt is not None:
                     tot.sat += cnt.sat
                     tot.tot += cnt.tot
@@ -494,7 +494,11 @@ class AutoClustering(ClusterMixin, BaseEstimator):
                                                      "settings": [c.id for c in cheap]}
 
     def _choose_k(self, X, units, repeats, rs, ctx, kinds, thin, warns):
-        """K in [K_lo, K_hi] by the proxies' held-out BA, the eigengap breaking near-ties (spec §4)."""
+        """K in [K_lo, K_hi] by the proxies' held-out BA, the eigengap breaking near-ties (spec §4).
+
+        The proxies are scored on the first two folds of repeat 1 (rung 0's), which keeps the sweep
+        at 4 fits per K.
+        """
         n = X.shape[0]
         w = greedy_clique(units, n)
         k_lo = max(2, w, int(self.k_min or 2))
@@ -518,7 +522,7 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             self._progress(f"k_selection: K={K}", 0.0)
             best = None
             for c in proxies:
-                cnt = self._proxy_ba(X, units, repeats, rs, ctx, c, K, kinds, boot)
+                cnt = self._proxy_ba(X, units, repeats, rs, ctx, c, K, kinds, boot, folds=(0, 1))
                 if cnt is None:
                     continue
                 ba = float(balanced_accuracy(cnt.sat.sum(0), cnt.tot.sum(0)))

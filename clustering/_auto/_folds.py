@@ -120,7 +120,7 @@ def assign_folds(units, n_folds, rng):
     order = order[np.argsort(-size[order], kind="stable")]
     counts = np.zeros((n_folds, 2))  # (ml, cl) per fold
     unit_fold = np.full(n_u, -1)
-    share = is_ml.mean()
+    class_tot = np.maximum(np.array([is_ml.sum(), m - is_ml.sum()], dtype=float), 1.0)
     for u in order:
         if u in split:
             continue
@@ -129,9 +129,8 @@ def assign_folds(units, n_folds, rng):
         for f in range(n_folds):
             c = counts.copy()
             c[f] += add
-            tot = c.sum(axis=1)
-            shares = np.where(tot > 0, c[:, 0] / np.maximum(tot, 1), share)
-            cost = (float(np.std(shares)), float(tot[f]))
+            # scikit-learn's StratifiedGroupKFold: spread every class evenly over the folds
+            cost = (float(np.mean(np.std(c / class_tot, axis=0))), float(counts[f].sum()))
             if best_cost is None or cost < best_cost:
                 best, best_cost = f, cost
         counts[best] += add
