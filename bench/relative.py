@@ -250,6 +250,14 @@ def _dcrc(yes_no_only=False, **params):
     return fit
 
 
+def _auto(X, k, triplets, answers, random_state):
+    """``auto`` on relative constraints: DCRC or ReCon chosen by held-out triplets (docs/auto.md)."""
+    from clustering._auto import AutoClustering
+
+    m = AutoClustering(n_clusters=k, random_state=random_state).fit(X, triplets=triplets, triplet_answer=answers)
+    return m.labels_, {"chosen": m.auto_["chosen"]["id"], "rule": m.auto_["rule"]}
+
+
 METHODS = {
     "kmeans": {"constraints": None, "fit": _kmeans},
     "centroid": {"constraints": None, "fit": _scipy_hier("centroid")},
@@ -262,6 +270,7 @@ METHODS = {
     "dcrc": {"constraints": "answered", "fit": _dcrc()},
     "dcrc_yn": {"constraints": "answered", "fit": _dcrc(yes_no_only=True)},
     "dcrc_rel": {"constraints": "relative", "fit": _dcrc()},
+    "auto_rel": {"constraints": "relative", "fit": _auto},
 }
 
 GENERATORS = {

@@ -299,6 +299,22 @@ FILES = {
     "scale_limits_large.json": ("spectral_learning from 250 000 to 1 000 000 rows of 128 columns, 2000 constraints",
                                 "python -m bench.scale_limits --methods spectral_learning --n 250000 500000 1000000 "
                                 "--d 128 --constraints 2000 --out bench/results/scale_limits_large.json"),
+    "auto_iris_t2.json": ("method auto on the passive protocol, iris, 2 trials, against the default cop_rf job",
+                          "python -m bench.auto --datasets iris --trials 2 --no-alone "
+                          "--out bench/results/auto_iris_t2.json"),
+    "auto_wine_t1.json": ("the same on wine, 1 trial", "python -m bench.auto --datasets wine --trials 1 --no-alone "
+                          "--out bench/results/auto_wine_t1.json"),
+    "auto_ionosphere_t1.json": ("the same on ionosphere, 1 trial",
+                                "python -m bench.auto --datasets ionosphere --trials 1 --no-alone "
+                                "--out bench/results/auto_ionosphere_t1.json"),
+    "relative_auto_iris_wine_t2.json": ("relative triplets protocol, auto against DCRC and ReCon, iris and wine",
+                                        "python -m bench.relative --datasets iris wine --methods auto_rel recon "
+                                        "dcrc_rel --trials 2 --wrong 0 --fractions 1.0 "
+                                        "--out bench/results/relative_auto_iris_wine_t2.json"),
+    "relative_auto_iono_digits_t2.json": ("the same on ionosphere and digits 3/8/9",
+                                          "python -m bench.relative --datasets ionosphere digits-389 --methods "
+                                          "auto_rel recon dcrc_rel --trials 2 --wrong 0 --fractions 1.0 "
+                                          "--out bench/results/relative_auto_iono_digits_t2.json"),
     "scale_limits_150k_spectral.json": ("spectral on 150 000 x 128 (the approximate-graph and multigrid paths)",
                                         "python -m bench.scale_limits --methods spectral --n 150000 --d 128 "
                                         "--out bench/results/scale_limits_150k_spectral.json"),

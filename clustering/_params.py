@@ -44,6 +44,20 @@ class Options:
         return "one of " + ", ".join(repr(v) for v in self.values)
 
 
+class ListOf:
+    """A list of at least ``min_len`` values, each accepted by ``item`` (an :class:`Options`)."""
+
+    def __init__(self, item, min_len=1):
+        self.item, self.min_len = item, min_len
+
+    def accepts(self, value):
+        return (isinstance(value, (list, tuple)) and len(value) >= self.min_len
+                and all(self.item.accepts(v) for v in value))
+
+    def __str__(self):
+        return f"a list of at least {self.min_len}, each {self.item}"
+
+
 def validate_params(estimator, constraints):
     """Check ``estimator.get_params()`` against ``{name: [Interval | Options | type | None]}``.
 

@@ -17,7 +17,7 @@ the catalogue entry and the worker's run spec follow from it.
 import numbers
 from dataclasses import dataclass, field
 
-from ._params import Interval, Options
+from ._params import Interval, ListOf, Options
 from .validation import (
     CCSKL_SELECT_MAX_SAMPLES,
     COP_RF_AUTO_MAX_SAMPLES,
@@ -29,6 +29,13 @@ from .validation import (
     SPECTRAL_LEARNING_MAX_CLOSURE_PAIRS,
     closure_size,
 )
+
+#: ``auto``'s candidate settings (``clustering._auto``: spec auto.md §2.1 and the relative ones); a test
+#: keeps this list equal to the estimator's.
+AUTO_CANDIDATES = ("rf-def", "rf-sep", "rf-rca", "rf-rcaf", "ccskl-0.1", "ccskl-0.325", "ccskl-0.55", "ccskl-0.775",
+                   "ccskl-1", "ccskl-3.25", "ccskl-5.5", "ccskl-7.75", "ccskl-10", "e2cp-0.6", "e2cp-0.9", "sl-rbf",
+                   "sl-knn", "sc-rbf", "sc-knn", "ckm", "dcrc-0.05", "dcrc-0.2", "recon-constraint_guided",
+                   "recon-height")
 
 __all__ = ["CARDS", "Card", "ConstraintLimit", "OptionLimit", "Param", "option_limits"]
 
@@ -170,6 +177,15 @@ class Card:
         ``on_conflict`` value -> the estimator parameters it implies.
     triplet_row_diagnostics : tuple of str
         Keys of ``diagnostics_`` holding rows of the fitted triplets.
+    fit_inputs : tuple of str or None
+        Constraint arrays ``fit`` takes, where the kinds alone do not say (a method that takes
+        pairwise or relative constraints); None: derived from ``constraints`` (:attr:`inputs`).
+    chooses_n_clusters : bool
+        ``n_clusters`` may be null: the method chooses K.
+    exclusive_constraints : tuple of tuple of str
+        Groups of constraint kinds a job may not mix (a 422 ``<id>_mixed_constraints``).
+    default_scale : {"none", "zscore", "auto"}
+        The job's ``scale`` when the request leaves it unset ("auto": the method chooses).
     """
 
     id: str
@@ -191,10 +207,16 @@ class Card:
     model_attrs: tuple = ()
     conflict_params: dict = field(default_factory=dict)
     triplet_row_diagnostics: tuple = ()
+    fit_inputs: tuple = None
+    chooses_n_clusters: bool = False
+    exclusive_constraints: tuple = ()
+    default_scale: str = "none"
 
     @property
     def inputs(self):
-        """Constraint arrays ``fit`` takes: ("pairwise",), ("triplets",) or ()."""
+        """Constraint arrays ``fit`` takes: ("pairwise",), ("triplets",), both or ()."""
+        if self.fit_inputs is not None:
+            return self.fit_inputs
         if "pairwise" in self.constraints:
             return ("pairwise",)
         return ("triplets",) if self.constraints else ()
@@ -532,6 +554,35 @@ CARDS = {c.id: c for c in [
                 "cut_violations": ("triplet_rows", "cut_violations_")},
         conflict_params={"keep": {"on_inconsistent": "repair"}},
         triplet_row_diagnostics=("conflicting_triplets", "dropped_triplets", "cut_violations"),
+    ),
+    Card(
+        id="auto",
+        title="auto: the method, its settings and K chosen by held-out constraints, refitted on all",
+        estimator="clustering._auto:AutoClustering",
+        params={
+            "budget_factor": param(5.0, Interval(Real, 1, 20), doc=(
+                "search budget in CPU seconds = max(10, budget_factor x the predicted time of the slowest "
+                "candidate's full fit); the refit comes on top of the search within it")),
+            "n_folds": param(5, Interval(Int, 2, 10), doc="folds over constraint units"),
+            "max_repeats": param(2, Interval(Int, 1, 3), doc=(
+                "fold assignments; the last rung scores the finalists on the second")),
+            "k_min": param(None, Interval(Int, 2, 50), None, doc="with n_clusters null: smallest K tried"),
+            "k_max": param(None, Interval(Int, 2, 50), None, doc="with n_clusters null: largest K tried"),
+            "candidates": param(None, ListOf(Options(*AUTO_CANDIDATES)), None, doc=(
+                "settings to choose from (null = all): " + ", ".join(AUTO_CANDIDATES))),
+            "tie_break": param("prior", Options("prior", "consensus"), doc=(
+                "within one paired SE of the best: the first in the fixed prior order, or the setting whose "
+                "fold partitions agree most with the other families' best (needs 3 families near the best)")),
+        },
+        constraints=("pairwise", "triplets", "relative"),
+        hard_constraints=False,
+        outputs=("labels", "affinity", "auto"),
+        reference="Pourrajabi et al. Model selection for semi-supervised clustering. EDBT 2014; Van "
+                  "Craenendonck, Blockeel. Constraint-based clustering selection. Machine Learning 106, 2017.",
+        fit_inputs=("pairwise", "triplets"),
+        chooses_n_clusters=True,
+        exclusive_constraints=(("pairwise",), ("triplets", "relative", "hierarchy")),
+        default_scale="auto",
     ),
     Card(
         id="kmeans",

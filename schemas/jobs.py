@@ -17,7 +17,9 @@ class JobCreateSchema(Schema):
 
     dataset_id = fields.String(required=True, validate=validate.Length(min=1, max=100))
     method = fields.String(required=True, metadata={"description": "a method id from GET /v1/methods"})
-    n_clusters = StrictInteger(required=True, metadata={"description": "K, 2 <= K <= n_samples"})
+    n_clusters = StrictInteger(required=True, allow_none=True,
+                               metadata={"description": "K, 2 <= K <= n_samples; null only with method auto "
+                                                        "(K chosen from the constraints)"})
     params = fields.Dict(keys=fields.String(), load_default=dict,
                          metadata={"description": "method parameters, validated against the method's schema"})
     preset = fields.String(load_default=None, allow_none=True,
@@ -26,9 +28,11 @@ class JobCreateSchema(Schema):
     constraints = fields.Nested(ConstraintsSchema, load_default=None)
     on_conflict = fields.String(load_default="keep", validate=validate.OneOf(["keep", "reject"]),
                                 metadata={"description": "contradictory constraints: keep and report, or 422"})
-    scale = fields.String(load_default="none", validate=validate.OneOf(["none", "zscore"]),
+    scale = fields.String(load_default=None, validate=validate.OneOf(["none", "zscore"]),
                           metadata={"description": "feature scaling applied by the worker before fitting; "
-                                                   "the stored dataset is never changed"})
+                                                   "the stored dataset is never changed. Unset: none, except "
+                                                   "with method auto, which then also chooses between raw and "
+                                                   "z-scored features (the job shows scale auto)"})
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
     callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
                               metadata={"description": "POSTed a signed event when the job ends; public hosts "
@@ -53,7 +57,7 @@ class JobSchema(Schema):
     done = fields.Boolean()
     dataset_id = fields.String()
     method = fields.String()
-    n_clusters = fields.Integer()
+    n_clusters = fields.Integer(allow_none=True, metadata={"description": "null: method auto chooses K"})
     params = fields.Dict(metadata={"description": "the parameters the job runs with: the method's defaults, "
                                                  "then the preset's, then those given"})
     preset = fields.String(allow_none=True,

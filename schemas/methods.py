@@ -34,7 +34,8 @@ def param_field(rules, default=None, description=None):
         Plain constraint data, any of which accepts a value: an interval (an object with ``kind``
         ``numbers.Integral`` or ``numbers.Real``, ``low``, ``high`` (None: unbounded) and ``closed``
         in "both", "left", "right", "neither"), a set of strings (an object with ``values``),
-        ``bool``, or ``None`` (null allowed). At most one interval and one set of strings.
+        ``bool``, or ``None`` (null allowed). At most one interval and one set of strings; or a list
+        rule alone (an object with ``item``, a set of strings, and ``min_len``).
     default : object
         Loaded when the field is missing.
     description : str or None
@@ -44,7 +45,7 @@ def param_field(rules, default=None, description=None):
     -------
     marshmallow.fields.Field
         ``Boolean``; ``String`` with ``OneOf``; ``StrictInteger`` / ``FiniteFloat`` with ``Range``;
-        or, for an interval beside strings, ``NumberOrChoice``.
+        for an interval beside strings, ``NumberOrChoice``; for a list rule, ``List`` of its item's field.
 
     Raises
     ------
@@ -54,6 +55,10 @@ def param_field(rules, default=None, description=None):
     allow_none = None in rules
     rules = [r for r in rules if r is not None]
     metadata = {"description": description} if description else {}
+    lists = [r for r in rules if hasattr(r, "item")]
+    if lists and len(rules) == 1:
+        return fields.List(param_field([lists[0].item]), load_default=default, allow_none=allow_none,
+                           validate=validate.Length(min=lists[0].min_len), metadata=metadata)
     intervals = [r for r in rules if hasattr(r, "closed")]
     options = [r for r in rules if hasattr(r, "values")]
     if rules == [bool]:

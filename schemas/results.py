@@ -45,6 +45,10 @@ class ResultSchema(Schema):
     metrics = fields.Nested(MetricsSchema, allow_none=True)
     timings = fields.Dict(keys=fields.String(), values=fields.Float())
     diagnostics = fields.Dict()
+    auto = fields.Dict(allow_none=True, metadata={
+        "description": "method auto: chosen {id, method, preset, params, n_clusters, k_selected, scale}, rule, "
+                       "candidates (score, spread, status of every setting), k, folds, timing, noise, warnings "
+                       "(docs/auto.md); absent for other methods"})
     extras = fields.Dict(metadata={"description": "method-specific outputs (e.g. constraint_scores, beta, "
                                              "dropped_constraints, rca_features; ReCon's conflict, dropped_triplets "
                                              "and cut_violations as {triplets: [i], relative: [j], hierarchy: "

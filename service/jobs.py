@@ -144,10 +144,22 @@ def _check_method(body, meta):
     _check_row_limit(method, meta)
     _check_option_limits(method, params, presets.get(preset, {}), body,
                          {"rows": n_samples, "columns": n_features})
+    card = CARDS[method]
+    if body["n_clusters"] is None and not card.chooses_n_clusters:
+        choosers = ", ".join(sorted(m for m, c in CARDS.items() if c.chooses_n_clusters))
+        raise ApiError(422, "invalid_n_clusters", f"n_clusters may be null only with a method that chooses K "
+                       f"({choosers})", errors={"/n_clusters": [f"required with method {method!r} (null only with "
+                                                                f"{choosers})"]})
     try:
-        check_n_clusters(body["n_clusters"], n_samples)
+        check_n_clusters(body["n_clusters"], n_samples, allow_none=card.chooses_n_clusters)
     except InvalidInputError as exc:
         raise ApiError.from_invalid(exc, "invalid_n_clusters") from exc
+    kinds = present_kinds(body.get("constraints"))
+    mixed = [group for group in card.exclusive_constraints if kinds & set(group)]
+    if len(mixed) > 1:
+        what = " and ".join("/".join(g) for g in mixed)
+        raise ApiError(422, f"{method}_mixed_constraints", f"method {method!r} takes {what} constraints apart: send "
+                       "one kind, not both", errors={"/constraints": [f"{what} constraints together with {method}"]})
     accepted = set(METHODS[method]["constraints"])
     for kind in sorted(present_kinds(body.get("constraints")) - accepted):
         what = ", ".join(sorted(accepted)) or "no constraints"
@@ -211,7 +223,9 @@ def create_job(body):
     rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
                      params=params, preset=body.get("preset"), constraints=checked,
                      random_state=body["random_state"],
-                     on_conflict=body["on_conflict"], scale=body["scale"], callback_url=body.get("callback_url"),
+                     on_conflict=body["on_conflict"],
+                     scale=body["scale"] or CARDS[body["method"]].default_scale,
+                     callback_url=body.get("callback_url"),
                      n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
                      n_features=meta["n_features"], owner=tenant())
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}

@@ -101,6 +101,8 @@ def _wire_samples(p):
             out += [None] if r is None else [True, False]
         elif hasattr(r, "values"):
             out += list(r.values)
+        elif hasattr(r, "item"):  # a list of options: the shortest (which options fit depends on the constraints)
+            out += [list(r.item.values[:r.min_len])]
         else:
             integer = r.kind.__name__ == "Integral"
             for b, inward, closed in ((r.low, 1, r.closed in ("both", "left")),

@@ -203,6 +203,14 @@ def spec_of(card):
 METHODS = {name: spec_of(card) for name, card in CARDS.items()}
 
 
+def chosen(method, estimator):
+    """``(method, estimator)`` whose outputs a result reports: a selecting method's refitted choice
+    (``best_method_``, ``best_estimator_``: ``auto``), else the pair itself."""
+    if getattr(estimator, "best_estimator_", None) is not None:
+        return estimator.best_method_, estimator.best_estimator_
+    return method, estimator
+
+
 def build(method, *, n_clusters, params, random_state, callback=None, on_conflict="keep"):
     """Instantiate the estimator for ``method`` with validated params."""
     spec = METHODS[method]
@@ -269,6 +277,7 @@ def _jsonable(value):
 
 def extras(method, estimator, constraints=None):
     """Method-specific fitted outputs for ``result["extras"]``."""
+    method, estimator = chosen(method, estimator)
     out = {}
     for key, how in METHODS[method].extras.items():
         value = how(estimator, constraints) if callable(how) else getattr(estimator, how, None)
@@ -294,6 +303,7 @@ def diagnostics(method, estimator, constraints=None):
         apart); the keys in the method's ``triplet_row_diagnostics`` hold
         :func:`triplet_positions` instead of rows of the fitted array.
     """
+    method, estimator = chosen(method, estimator)
     out = {k: v for k, v in (getattr(estimator, "diagnostics_", None) or {}).items() if k != "conflicts"}
     for key in METHODS[method].triplet_row_diagnostics:
         if out.get(key) is not None:
@@ -327,6 +337,7 @@ def learned_matrix(method, estimator):
     factor : ndarray of shape (n, m) or None
         Set instead of ``matrix`` when only ``E`` with ``matrix = E E^T`` exists.
     """
+    method, estimator = chosen(method, estimator)
     spec = METHODS[method]
     matrix = None if spec.matrix_attr is None else getattr(estimator, spec.matrix_attr, None)
     if matrix is None and spec.factor_attr is not None:

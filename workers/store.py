@@ -185,7 +185,7 @@ class Store(DatasetStoreMixin, UploadStoreMixin):
             "dataset_id": dataset_id,
             "n_features": None if n_features is None else int(n_features),
             "method": method,
-            "n_clusters": int(n_clusters),
+            "n_clusters": None if n_clusters is None else int(n_clusters),  # None: auto chooses K
             "params": params,
             "preset": preset,
             "random_state": int(random_state),

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from clustering._metrics import clustering_scores, constraint_satisfaction, violated_constraints
+from clustering.cards import CARDS
 from clustering.exceptions import InfeasibleConstraintsError, InvalidInputError
 
 from . import fair, liveness, projection, registry
@@ -358,6 +359,8 @@ def build_result(job, spec, estimator, X, labels_true, item_ids, fit_seconds, qu
         "diagnostics": registry.diagnostics(method, estimator, constraints),
         "extras": registry.extras(method, estimator, constraints),
     }
+    if getattr(estimator, "auto_", None) is not None:
+        result["auto"] = estimator.auto_
     return result
 
 
@@ -486,7 +489,12 @@ def run_job(self, job_id):
         X = zscore(X_raw) if job.get("scale") == "zscore" else X_raw
         spec = through_outage(store.get_job_spec, job_id) or {}
         callback = make_callback(store, job_id, store.settings.progress_interval)
-        estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=job["params"],
+        params = job["params"]
+        if CARDS[job["method"]].default_scale == "auto":
+            # a method that chooses the scaling (scale unset) searches in at most half the time limit, then refits
+            params = {**params, "scale": "auto" if job.get("scale") == "auto" else "none",
+                      "max_seconds": store.settings.soft_time_limit / 2}
+        estimator = registry.build(job["method"], n_clusters=job["n_clusters"], params=params,
                                    random_state=job["random_state"], callback=callback,
                                    on_conflict=job.get("on_conflict", "keep"))
         kwargs = registry.fit_kwargs(job["method"], spec.get("constraints"))

@@ -126,6 +126,12 @@ class CCSKL(ClusterMixin, BaseEstimator):
         ``diagnostics_["sigma_selection"]["skipped"]`` with its number of
         groups (``letter`` at 0.1 r: 31 groups for m = 26). If every width is
         skipped, r is used.
+        The folds cluster as the final fit does (``restart_selection``), and
+        a width whose fold partitions hold a cluster of fewer than
+        max(3, n / (20 K)) rows loses to every other width
+        (``diagnostics_["sigma_selection"]["degenerate"]``): a partition with
+        almost everything in one cluster satisfies every held-out must-link
+        and won with mostly must-links, returning 2-row clusters.
     affinity : {"knn", "precomputed"}, default="knn"
         "precomputed": ``X`` is a symmetric non-negative (n, n) affinity W
         (dense or sparse, entries within ``MAX_ABS_VALUE`` = 1e100 as any
@@ -455,6 +461,7 @@ class CCSKL(ClusterMixin, BaseEstimator):
         check_random_state(seed_km).shuffle(fold)
         n = X.shape[0]
         scores, solvers, skipped, best, best_key = [], [], [], None, None
+        degenerate, degenerate_below = [], max(3, n // (20 * K))
         for c_i, mult in enumerate(mults):
             self._progress("sigma_selection", 0.2 + 0.5 * c_i / len(mults))
             spec = self._spectral(X, m, seed_eig, sigma=float(mult * r))
@@ -466,19 +473,31 @@ class CCSKL(ClusterMixin, BaseEstimator):
                     scores.append(None)
                     skipped.append({"sigma": float(mult * r), "null_groups": int(n_null)})
                     continue
-            agree = 0
+            agree, smallest = 0, n
             for f in range(n_folds):
                 tr = fold != f
                 I, J, t, c = self._rows(n, pairs[tr], kind[tr], weight[tr])
                 delta, _ = _solve_delta(F, I, J, t, c, self.solver)
                 beta = _beta_from_delta(delta)
-                lab = kmeans_labels(F * np.sqrt(beta), K, n_init=self.n_init, random_state=seed_km)
+                Z = F * np.sqrt(beta)
+                # the folds cluster as the final fit does (its k-means restarts are kept by the training
+                # constraints by default); scoring inertia restarts rated a different procedure
+                if self.restart_selection == "constraints":
+                    lab, _ = kmeans_labels_by_constraints(Z, K, pairs[tr], kind[tr] == MUST_LINK, weight[tr],
+                                                          n_init=self.n_init, random_state=seed_km)
+                else:
+                    lab = kmeans_labels(Z, K, n_init=self.n_init, random_state=seed_km)
+                smallest = min(smallest, int(np.bincount(lab, minlength=K).min()))
                 te = ~tr
                 same = lab[pairs[te, 0]] == lab[pairs[te, 1]]
                 agree += float(np.sum(weight[te] * (same == (kind[te] == MUST_LINK))))
             score = agree / float(np.sum(weight))
             scores.append(score)
-            key = (-score, abs(np.log(mult)))
+            # a width whose fold partitions hold a near-empty cluster (a few rows split off) loses to every
+            # other width, whatever its held-out score (an all-in-one partition satisfies every must-link)
+            is_degenerate = smallest < degenerate_below
+            degenerate.append(bool(is_degenerate))
+            key = (is_degenerate, -score, abs(np.log(mult)))
             if best_key is None or key < best_key:
                 best, best_key = spec, key
         info = {
@@ -488,6 +507,8 @@ class CCSKL(ClusterMixin, BaseEstimator):
             "held_out_satisfaction": [None if v is None else float(v) for v in scores],
             "eigen_solvers": solvers,
             "skipped": skipped,
+            "degenerate": degenerate,
+            "degenerate_below_rows": int(degenerate_below),
             "n_folds": n_folds,
         }
         if best is None:  # every width skipped: the default width, with its groups' basis
