@@ -72,6 +72,11 @@ def create_app(config=None):
         bp._check_not_modified = _etag_checked_after_request
         api.register_blueprint(bp)
     _register_session_params(api)
+    from . import crowd_files, integrations
+
+    for bp in (crowd_files.blp, integrations.blp):  # crowd platforms: files in and out, connectors
+        bp._check_not_modified = _etag_checked_after_request
+        api.register_blueprint(bp)
     for component, header in HEADERS.values():
         api.spec.components.header(component, header)
     errors.register(app)
@@ -104,6 +109,10 @@ def _register_session_params(api):
     api.spec.components.schema("TripletParams", schema=TripletParamsSchema)
 
 
+#: Endpoints whose body is a file, not JSON (each checks its own media types).
+TEXT_BODY_ENDPOINTS = {"crowd_files.import_answers"}
+
+
 def _require_json():
     """before_request: 415 for a body that is not JSON, or that is sent in a content coding.
 
@@ -117,7 +126,7 @@ def _require_json():
             raise errors.ApiError(415, "unsupported_content_encoding",
                                   f"send the body without a content coding, not {', '.join(content)}",
                                   headers={"Accept-Encoding": "identity"})
-        if not request.is_json:
+        if not request.is_json and request.endpoint not in TEXT_BODY_ENDPOINTS:
             raise errors.ApiError(415, "unsupported_media_type",
                                   f"send the body as application/json, not {request.mimetype or 'no type'}")
 

@@ -19,7 +19,7 @@ from .errors import ApiError
 
 #: Routes open without a key: the probes an orchestrator calls, and the API's description.
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.yaml", "/openapi.json"})
-OPEN_PREFIXES = ("/docs",)
+OPEN_PREFIXES = ("/docs", "/v1/integrations/")  # platforms' webhooks: their own secret (service.integrations)
 #: Shorter keys are refused at start-up: they could be guessed.
 MIN_KEY_LENGTH = 16
 

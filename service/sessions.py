@@ -72,7 +72,7 @@ def session_view(ss, rec):
     up_to_date = rec["observed_revision"] == rec["revision"]
     view = dict(rec)
     view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
-    view["budget_committed"] = _committed(rec)
+    view["budget_committed"] = committed(rec)
     view.setdefault("lease_seconds", DEFAULT_LEASE_SECONDS)
     exhausted = rec["budget_used"] >= rec["budget"]
     view["conditions"] = [
@@ -89,12 +89,12 @@ def session_view(ss, rec):
     return view
 
 
-def _committed(rec):
+def committed(rec):
     """Questions the model used plus those waiting for it (sessions from before the field: used only)."""
     return rec.get("budget_committed", rec["budget_used"])
 
 
-def _lease_retry_after(rec):
+def lease_retry_after(rec):
     """The ``Retry-After`` header of a lease that handed out no question.
 
     Parameters
@@ -119,7 +119,7 @@ def _lease_retry_after(rec):
         return {}
     seconds = int(current_app.config["SHOAL_RETRY_AFTER"])
     pass_due = rec["state"] == "INITIALIZING" or rec["observed_revision"] != rec["revision"] \
-        or _committed(rec) >= rec["budget"]
+        or committed(rec) >= rec["budget"]
     if pass_due and rec.get("last_pass_seconds"):
         left = rec["last_pass_seconds"]
         if rec.get("pass_started_at"):
@@ -278,12 +278,12 @@ def lease_questions(body, session_id):
     questions = ss.lease(session_id, body["count"], body["worker_id"],
                          answers_per_question=rec["answers_per_question"],
                          lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) \
-        if _committed(rec) < rec["budget"] else []
+        if committed(rec) < rec["budget"] else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
     out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
             "item_ids": _item_ids_of(q, item_ids), "answers": vocab}
            for q in questions]
-    headers = {} if out else _lease_retry_after(rec)
+    headers = {} if out else lease_retry_after(rec)
     return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining}, 200, headers
 
 
@@ -294,10 +294,35 @@ def lease_questions(body, session_id):
 def post_answers(body, session_id):
     """Record a batch of answers; each item gets an outcome (accepted, duplicate, late, rejected)."""
     ss = _sessions()
-    rec = session_or_404(ss, session_id)
+    return record_answers(ss, session_or_404(ss, session_id), body["answers"])
+
+
+def record_answers(ss, rec, answers):
+    """Record answers to a session's questions and queue the pass they make due.
+
+    Parameters
+    ----------
+    ss : SessionStore
+    rec : dict
+        The session's record, as read for this request.
+    answers : list of dict
+        ``question_id``, ``answer`` and optionally ``worker_id`` and ``assignment_id``.
+
+    Returns
+    -------
+    dict
+        ``results`` (one per answer: ``question_id``, ``assignment_id``, ``outcome``, ``reason``)
+        and ``revision``, as ``POST /v1/sessions/{id}/answers`` answers.
+
+    Raises
+    ------
+    ApiError
+        404 when the session was deleted meanwhile.
+    """
+    session_id = rec["id"]
     vocab = PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS
     results, valid, given = [], [], []  # valid: the result items of the answers given to the store
-    for a in body["answers"]:
+    for a in answers:
         item = {"question_id": a["question_id"], "assignment_id": a.get("assignment_id"), "reason": None}
         if a["answer"] not in vocab:
             item["outcome"], item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"

@@ -25,7 +25,8 @@ log = logging.getLogger(__name__)
 def make_celery(settings=None):
     """Build a configured Celery app (no tasks imported; see ``include``)."""
     s = settings or Settings.from_env()
-    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks", "workers.session_tasks"])
+    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks", "workers.session_tasks",
+                                                      "workers.integrations.tasks"])
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],

@@ -22,6 +22,7 @@ from clustering._urasc import URASC
 from . import liveness
 from .celery_app import app
 from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
+from .integrations.tasks import after_pass as integrations_after_pass
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .submit import send_pass
 from .records import problem, utcnow_iso
@@ -462,6 +463,7 @@ def _close_pass(ss, sid, token, rec, outcome, seconds):
     wait = through_outage_past_soft_limit
     wait(ss.count_pass, outcome[0], seconds)
     _notify(sid, rec.get("callback_url"), *outcome)
+    integrations_after_pass(ss, sid)  # connectors send the next batch
     if wait(ss.take_pending, sid, uuid.uuid4().hex):
         _next_pass(ss, sid, token)
         return
