@@ -5,6 +5,7 @@ Redis layout (under the session, so a session's delete takes them along):
 - ``shoal:session:{sid}:integrations`` hash: integration id -> record (JSON)
 - ``shoal:integration:{iid}`` string: the session id (the webhook finds its session)
 - ``shoal:session:{sid}:integration:{iid}:pushed`` set: question ids sent as tasks
+- ``shoal:session:{sid}:integration:{iid}:tasks`` hash: question id -> the platform's task id
 - ``shoal:session:{sid}:integration:{iid}:changed`` list: annotations edited after their answer was recorded
 
 A platform token is kept encrypted (Fernet, key ``SHOAL_INTEGRATION_KEY``) or
@@ -118,7 +119,7 @@ class IntegrationStore:
         pipe = self.r.pipeline()
         pipe.hdel(self._key(sid, ":integrations"), iid)
         pipe.delete(f"{PREFIX}integration:{iid}", self._key(sid, f":integration:{iid}:pushed"),
-                    self._key(sid, f":integration:{iid}:changed"))
+                    self._key(sid, f":integration:{iid}:changed"), self._key(sid, f":integration:{iid}:tasks"))
         return bool(pipe.execute()[0])
 
     def mark_pushed(self, rec, qids):
@@ -132,6 +133,25 @@ class IntegrationStore:
     def unmark_pushed(self, rec, qids):
         if qids:
             self.r.srem(self._key(rec["session_id"], f":integration:{rec['id']}:pushed"), *qids)
+
+    def pushed(self, rec):
+        """The question ids sent as tasks (and not taken back)."""
+        raw = self.r.smembers(self._key(rec["session_id"], f":integration:{rec['id']}:pushed"))
+        return {x.decode() if isinstance(x, bytes) else x for x in raw}
+
+    def set_task_ids(self, rec, mapping):
+        """Remember the platform's task id of each question sent (``{question_id: task_id}``)."""
+        if mapping:
+            self.r.hset(self._key(rec["session_id"], f":integration:{rec['id']}:tasks"),
+                        mapping={q: str(t) for q, t in mapping.items()})
+
+    def pop_task_ids(self, rec, qids):
+        """The platform's task ids of ``qids`` (None where unknown), forgotten in the same step."""
+        key = self._key(rec["session_id"], f":integration:{rec['id']}:tasks")
+        pipe = self.r.pipeline()
+        pipe.hmget(key, list(qids))
+        pipe.hdel(key, *qids)
+        return [int(t) if t is not None else None for t in pipe.execute()[0]]
 
     def pushed_count(self, rec):
         return self.r.scard(self._key(rec["session_id"], f":integration:{rec['id']}:pushed"))

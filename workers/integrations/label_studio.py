@@ -168,6 +168,9 @@ def push_batch(store, sid, integ):
     questions = ss.lease(sid, int(session["params"].get("pool_size", 20)), None,
                          answers_per_question=session["answers_per_question"],
                          lease_seconds=session.get("lease_seconds"))
+    token = platform_token(store.settings, integ)
+    ls = client(integ["url"], token)
+    _take_back_withdrawn(ss, integrations, ls, sid, integ, {q["question_id"] for q in questions})
     new = set(integrations.mark_pushed(integ, [q["question_id"] for q in questions]))
     batch = [q for q in questions if q["question_id"] in new][:integ.get("batch_size", 20)]
     integrations.unmark_pushed(integ, [q for q in new if q not in {b["question_id"] for b in batch}])
@@ -175,13 +178,41 @@ def push_batch(store, sid, integ):
         return 0
     content = _item_content(store, session, sorted({r for q in batch for r in q["items"]}))
     try:
-        token = platform_token(store.settings, integ)
-        client(integ["url"], token).projects.import_tasks(id=integ["project_id"],
-                                                          request=[task_of(session, q, content) for q in batch])
+        done = ls.projects.import_tasks(id=integ["project_id"], request=[task_of(session, q, content) for q in batch],
+                                        return_task_ids=True)
     except Exception as exc:  # noqa: BLE001
         integrations.unmark_pushed(integ, [q["question_id"] for q in batch])
         raise IntegrationError(f"Label Studio at {integ['url']}: {type(exc).__name__}: {exc}") from exc
+    ids = list(getattr(done, "task_ids", None) or [])
+    if len(ids) == len(batch):  # the task of each question (for a reviewer; the events carry the question id)
+        integrations.set_task_ids(integ, {q["question_id"]: t for q, t in zip(batch, ids)})
     return len(batch)
+
+
+def _take_back_withdrawn(ss, integrations, ls, sid, integ, open_ids):
+    """Take back the tasks of questions the session withdrew: forget them as sent (a question
+    suggested again goes out as a new task) and delete those nobody annotated yet.
+
+    Annotations on a withdrawn question would come back ``late``. A task with
+    annotations stays (they are counted as they arrive); an annotator who
+    submits while its task is deleted gets an error from Label Studio.
+    """
+    gone = sorted(integrations.pushed(integ) - open_ids)
+    if not gone:
+        return
+    docs = ss.questions(sid, gone)
+    withdrawn = [q for q, d in zip(gone, docs) if d is not None and d.get("status") == "withdrawn"]
+    if not withdrawn:
+        return
+    integrations.unmark_pushed(integ, withdrawn)
+    for task_id in integrations.pop_task_ids(integ, withdrawn):
+        if task_id is None:
+            continue
+        try:
+            if not ls.tasks.get(id=str(task_id)).total_annotations:
+                ls.tasks.delete(id=str(task_id))
+        except Exception as exc:  # noqa: BLE001 - a task left behind: its annotations come back late
+            log.info("session %s: task %s not taken back: %s", sid, task_id, exc)
 
 
 def annotation_answer(payload, question_type):
