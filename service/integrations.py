@@ -127,7 +127,9 @@ def label_studio_event(integration_id):
     ``duplicate``; an edited annotation (``ANNOTATION_UPDATED``) whose choice
     differs from the recorded answer is a ``duplicate`` with ``changed`` true,
     listed in the integration's ``changed_answers`` (the recorded answer
-    stands). Cancelled annotations are ``skipped``; other actions ``ignored``.
+    stands). A ``late`` answer's question is sent again as a new task if a
+    later pass opens it anew. Cancelled annotations are ``skipped``; other
+    actions ``ignored``.
     """
     store = get_store()
     istore = IntegrationStore(store)
@@ -149,6 +151,11 @@ def label_studio_event(integration_id):
         return {"outcome": "skipped", "reason": reason, "changed": False}
     result = record_answers(ss, rec, [answer])["results"][0]
     out = {**result, "changed": False}
+    if result["outcome"] == "late":
+        # The question may be open again later (a pass suggests it anew) while its task is done: send it
+        # again then as a new task (a late answer was not recorded, so its worker may answer it again).
+        istore.unmark_pushed(integ, [answer["question_id"]])
+        _send_push(store.settings, rec["id"])
     if result["outcome"] == "duplicate":
         given = ss.answers(rec["id"], [answer["question_id"]])[0]
         before = next((a for a in given if a.get("assignment_id") == answer["assignment_id"]), None)
