@@ -38,7 +38,11 @@ class JobCreateSchema(Schema):
                               metadata={"description": "POSTed a signed event when the job ends; public hosts "
                                                        "only (loopback, private and link-local hosts get a 422 "
                                                        "unless SHOAL_CALLBACK_ALLOW_PRIVATE is set); a port in "
-                                                       "1-65535, no user:password@, IPv4 hosts as a.b.c.d"})
+                                                       "1-65535, no user:password@, IPv4 hosts as a.b.c.d. Signed per Standard "
+                                                       "Webhooks (webhook-id, webhook-timestamp, webhook-signature "
+                                                       "v1,...) with SHOAL_WEBHOOK_SECRET as whsec_<base64>; a "
+                                                       "secret in any other form is deprecated (keyed with its "
+                                                       "UTF-8 bytes, accepted until 0.2)"})
 
 
 class ProgressSchema(Schema):

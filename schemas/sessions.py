@@ -114,13 +114,15 @@ class SessionCreateSchema(Schema):
     question_type = one_of("pairwise", ["pairwise", "triplet"],
                            "pairwise: 'same cluster?' (URASC); triplet: 'is a closer to b than to c?' (DCRC, "
                            "n_clusters required)")
-    aggregation = one_of("one_coin", ["one_coin", "majority"],
+    aggregation = one_of("one_coin", ["one_coin", "majority", "dawid_skene", "glad", "mace"],
                          "how several answers to one question become one: one_coin = one-coin Dawid-Skene over "
                          "the session's answers once two workers have answered two common questions (majority "
                          "vote before that), each worker weighted by its estimated accuracy; majority = majority "
                          "vote always. In bench/crowd_aggregation.py one_coin was at or above majority vote "
                          "in 26 of 30 simulated crowds and sizes (up to +.11); below it by .11-.12 where two of "
-                         "three fixed workers answered at random on balanced questions, by at most .014 elsewhere")
+                         "three fixed workers answered at random on balanced questions, by at most .014 elsewhere. "
+                         "dawid_skene, glad, mace: crowd-kit's models over the session's answers "
+                         "(bench/crowd_quality.py compares them; one_coin stays the default)")
     answers_per_question = StrictInteger(
         load_default=1, validate=validate.Range(min=1, max=15),
         metadata={"description": "answers collected before a question closes; when they tie (as many "

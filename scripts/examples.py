@@ -103,6 +103,15 @@ def record(base):
                for i, q in enumerate(lease["questions"])]
     rec.call("POST", f"{path}/answers", "/v1/sessions/{session_id}/answers", body={"answers": answers})
     rec.wait(path, lambda s: s["observed_revision"] == s["revision"])
+    more = rec.call("POST", f"{path}/questions", body={"count": 1, "worker_id": "w2"}, record=False)["questions"]
+    csv = "question_id,items,worker_id,assignment_id,answer\n" + "".join(
+        f"{q['question_id']},{q['items'][0]} {q['items'][1]},w2,w2/{q['question_id']},"
+        f"{'must_link' if Y[q['items'][0]] == Y[q['items'][1]] else 'cannot_link'}\n" for q in more)
+    r = requests.post(f"{base}{path}/answers/import", params={"format": "csv"}, data=csv, timeout=60,
+                      headers={**rec.auth, "Content-Type": "text/csv"})
+    assert r.status_code == 200, r.text
+    rec.examples["POST /v1/sessions/{session_id}/answers/import"] = {"responses": {"200": r.json()}}
+    rec.wait(path, lambda s: s["observed_revision"] == s["revision"])
     rec.call("GET", path, "/v1/sessions/{session_id}")
     rec.call("POST", f"{path}/gold", "/v1/sessions/{session_id}/gold",
              body={"questions": [{"items": [0, 1], "answer": "must_link"}, {"items": [0, 8], "answer": "cannot_link"}],
@@ -132,6 +141,30 @@ def record(base):
     return _trimmed(rec.examples)
 
 
+#: Operations that need an annotation platform's server (Label Studio) to answer: their examples are
+#: written here, in the shapes the schemas give, not recorded.
+PLATFORM_EXAMPLES = {
+    "POST /v1/sessions/{session_id}/integrations": {
+        "request": {"platform": "label_studio", "url": "http://label-studio.internal:8080",
+                    "token_env": "SHOAL_INTEGRATION_TOKEN_LS", "batch_size": 20, "content_kind": "text"},
+        "responses": {"201": {
+            "id": "int_5b1f0c2a9d8e4f6a8b7c6d5e4f3a2b1c", "session_id": "ses_0d4c1e2f3a4b5c6d7e8f9a0b1c2d3e4f",
+            "platform": "label_studio", "url": "http://label-studio.internal:8080", "project_id": 12, "batch_size": 20,
+            "token_source": "environment",
+            "webhook_url": "https://shoal.example/v1/integrations/int_5b1f0c2a9d8e4f6a8b7c6d5e4f3a2b1c/label-studio",
+            "created_at": "2026-11-28T10:00:00Z", "tasks_sent": 20, "changed_answers": []}}},
+    "GET /v1/sessions/{session_id}/integrations": {"responses": {"200": {"integrations": [{
+        "id": "int_5b1f0c2a9d8e4f6a8b7c6d5e4f3a2b1c", "session_id": "ses_0d4c1e2f3a4b5c6d7e8f9a0b1c2d3e4f",
+        "platform": "label_studio", "url": "http://label-studio.internal:8080", "project_id": 12, "batch_size": 20,
+        "token_source": "environment",
+        "webhook_url": "https://shoal.example/v1/integrations/int_5b1f0c2a9d8e4f6a8b7c6d5e4f3a2b1c/label-studio",
+        "created_at": "2026-11-28T10:00:00Z", "tasks_sent": 40, "changed_answers": []}]}}},
+    "POST /v1/integrations/{integration_id}/label-studio": {"responses": {"200": {
+        "outcome": "accepted", "reason": None, "question_id": "q_3_77", "assignment_id": "ls-12-3051",
+        "changed": False}}},
+}
+
+
 def _trimmed(examples):
     cat = examples["GET /v1/methods"]["responses"]["200"]
     cat["methods"] = [m for m in cat["methods"] if m["id"] == "e2cp"]
@@ -151,7 +184,7 @@ def main():
         stack.start_worker(concurrency=1)
         base = stack.start_web()
         wait_ready(base)
-        examples = record(base)
+        examples = {**record(base), **PLATFORM_EXAMPLES}
     sys.stdout.write('"""Examples of every request body and 2xx response in the OpenAPI document.\n\n'
                      "Recorded from a real stack by ``python -m scripts.examples > schemas/examples.py``; "
                      "do not edit by hand.\n\"\"\"\n\n")

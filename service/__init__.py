@@ -84,6 +84,11 @@ def create_app(config=None):
         bp._check_not_modified = _etag_checked_after_request
         api.register_blueprint(bp)
     _register_session_params(api)
+    from . import crowd_files, integrations
+
+    for bp in (crowd_files.blp, integrations.blp):  # crowd platforms: files in and out, connectors
+        bp._check_not_modified = _etag_checked_after_request
+        api.register_blueprint(bp)
     _document_429(api)
     for component, header in HEADERS.values():
         api.spec.components.header(component, header)
@@ -143,6 +148,10 @@ def _register_session_params(api):
     api.spec.components.schema("TripletParams", schema=TripletParamsSchema)
 
 
+#: Endpoints whose body is a file, not JSON (each checks its own media types).
+TEXT_BODY_ENDPOINTS = {"crowd_files.import_answers"}
+
+
 def _require_json():
     """before_request: 415 for a body that is not JSON, or that is sent in a content coding.
 
@@ -160,7 +169,7 @@ def _require_json():
             raise errors.ApiError(415, "unsupported_content_encoding",
                                   f"send the body without a content coding, not {', '.join(content)}",
                                   headers={"Accept-Encoding": "identity"})
-        if not request.is_json and not binary_request():
+        if not request.is_json and not binary_request() and request.endpoint not in TEXT_BODY_ENDPOINTS:
             also = (", " + ", ".join(BINARY_TYPES)) if request.endpoint == "datasets.create_dataset" else ""
             raise errors.ApiError(415, "unsupported_media_type",
                                   f"send the body as application/json{also}, not {request.mimetype or 'no type'}")

@@ -33,8 +33,9 @@ log = logging.getLogger(__name__)
 #: Routes open without a key: the probes an orchestrator calls, the API's description, and the static files
 #: of /docs and of the result pages (the pages themselves, /ui/jobs/... and /ui/sessions/..., need a key).
 OPEN_PATHS = frozenset({"/healthz", "/readyz", "/openapi.yaml", "/openapi.json"})
-OPEN_PREFIXES = ("/docs", "/ui/static/", "/annotate/")  # /ui/static/: the pages' public scripts and styles;
-# /annotate/<token>: the token is the credential (service.annotate)
+OPEN_PREFIXES = ("/docs", "/ui/static/", "/annotate/", "/v1/integrations/")  # /ui/static/: the pages' public
+# scripts and styles; /annotate/<token>: the token is the credential (service.annotate); /v1/integrations/:
+# platforms' webhooks, with their own secret (service.integrations)
 #: Shorter keys are refused at start-up: they could be guessed.
 MIN_KEY_LENGTH = 16
 ADMIN_PREFIX = "/v1/admin/"

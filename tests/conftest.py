@@ -20,7 +20,8 @@ TEST_ENV = {
     "SHOAL_UNACKED_RESTORE_INTERVAL": "1",
     "SHOAL_MAX_ATTEMPTS": "3",
     "SHOAL_PROGRESS_INTERVAL": "0.2",
-    "SHOAL_WEBHOOK_SECRET": "test-secret",
+    "SHOAL_WEBHOOK_SECRET": "whsec_c2hvYWwtdGVzdC13ZWJob29rLWtleS0zMi1ieXRlcyE=",  # Standard Webhooks form
+    "SHOAL_INTEGRATION_KEY": "Tz6DeHOM0wfym0zHGR47yVqEzBdNf7F-qEyQcFtCi9c=",  # platform tokens (Fernet)
     "SHOAL_MAX_ROWS": "5000",
     "SHOAL_CALLBACK_ALLOW_PRIVATE": "1",  # the webhook test listens on 127.0.0.1
     # rate limits far above what a test sends (tests/service/test_tenants.py tries the defaults on an app of its own)

@@ -32,14 +32,16 @@ SERVICE_CLUSTERING = {"clustering.validation", "clustering.exceptions", "cluster
 LAYERS = {
     "workers": [
         # tasks on top: what the worker process runs, and its Celery app
-        {"workers.celery_app", "workers.tasks", "workers.session_tasks"},
+        {"workers.celery_app", "workers.tasks", "workers.session_tasks", "workers.integrations.tasks"},
         # dispatch and liveness: sending tasks, recovering a lost worker's work
         {"workers.liveness", "workers.submit", "workers.fair"},
         # records in Redis
         {"workers.store", "workers.session_store", "workers.dataset_store", "workers.tracking",
-         "workers.annotator_store", "workers.tenancy", "workers.upload_store", "workers.matrix_files"},
+         "workers.annotator_store", "workers.tenancy", "workers.upload_store", "workers.matrix_files",
+         "workers.integrations", "workers.integrations.label_studio"},
         # below the records: the broker's configuration and producer, record encoding, settings, helpers
         {"workers.broker", "workers.records", "workers.session_scripts", "workers.stats", "workers.config",
+         "workers.fernet_keys", "workers.webhook_signing",
          "workers.callbacks", "workers.crowd", "workers.registry", "workers.projection", "workers"},
     ],
     "clustering": [

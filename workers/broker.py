@@ -33,7 +33,8 @@ _producer = None
 def make_celery(settings=None):
     """Build a configured Celery app (no tasks imported; see ``include``)."""
     s = settings or Settings.from_env()
-    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks", "workers.session_tasks"])
+    app = Celery("shoal", broker=s.redis_url, include=["workers.tasks", "workers.session_tasks",
+                                                      "workers.integrations.tasks"])
     app.conf.update(
         task_serializer="json",
         accept_content=["json"],
@@ -51,6 +52,7 @@ def make_celery(settings=None):
             "shoal.deliver_webhook": {"queue": s.queues["short"]},
             "shoal.deliver_session_webhook": {"queue": s.queues["short"]},
             "shoal.session_update": {"queue": s.queues["short"]},
+            "shoal.integration_push": {"queue": s.queues["short"]},
         },
         broker_transport_options={
             "visibility_timeout": s.visibility_timeout,
@@ -169,3 +171,15 @@ def send_pass(settings, session_id, task_id):
         The broker is unreachable (the caller decides what becomes of the slot).
     """
     producer(settings).send_task("shoal.session_update", args=[session_id], task_id=task_id)
+
+
+def send_integration_push(settings, session_id):
+    """Enqueue ``shoal.integration_push`` for session ``session_id``: its platform connectors get the
+    next batch of questions (:mod:`workers.integrations.tasks`).
+
+    Raises
+    ------
+    QueueError
+        The broker is unreachable.
+    """
+    producer(settings).send_task("shoal.integration_push", args=[session_id])

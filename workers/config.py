@@ -61,6 +61,7 @@ class Settings:
     matrix_sweep_interval: float = 60.0
     upload_ttl: int = 24 * 3600
     webhook_secret: str = ""
+    integration_key: str = ""  # Fernet key of stored platform tokens (workers.integrations)
     webhook_max_retries: int = 5
     callback_allow_private: bool = False
     fair_inflight: int = 2
@@ -87,6 +88,7 @@ class Settings:
             upload_ttl=_env_int("SHOAL_UPLOAD_TTL", cls.upload_ttl),
             matrix_sweep_interval=_env_float("SHOAL_MATRIX_SWEEP_INTERVAL", cls.matrix_sweep_interval),
             webhook_secret=os.environ.get("SHOAL_WEBHOOK_SECRET", ""),
+            integration_key=os.environ.get("SHOAL_INTEGRATION_KEY", ""),
             callback_allow_private=os.environ.get("SHOAL_CALLBACK_ALLOW_PRIVATE", "").strip().lower()
             in ("1", "true", "yes"),
         )
@@ -98,6 +100,14 @@ class Settings:
         if s.worker_heartbeat_ttl <= 0 or s.worker_lost_after < 0:
             raise ValueError("need SHOAL_WORKER_HEARTBEAT_TTL > 0 and SHOAL_WORKER_LOST_AFTER >= 0, got "
                              f"{s.worker_heartbeat_ttl}, {s.worker_lost_after}")
+        if s.webhook_secret:
+            from .webhook_signing import signing_key
+
+            signing_key(s.webhook_secret)  # a malformed whsec_ secret stops the start, not every delivery
+        if s.integration_key:
+            from .fernet_keys import check_integration_key
+
+            check_integration_key(s.integration_key)
         if s.unsent_grace <= 0:
             raise ValueError(f"need SHOAL_UNSENT_GRACE > 0, got {s.unsent_grace}")
         if s.unacked_mutex_expire < 1:

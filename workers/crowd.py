@@ -96,6 +96,25 @@ def fit_dawid_skene(all_answers):
     return labels, {w[2:]: s for w, s in accuracy.items() if w.startswith("w:")}
 
 
+def fit_crowdkit(all_answers, model, random_state=0):
+    """crowd-kit's ``model`` (dawid_skene, glad or mace) over the session's informative answers.
+
+    Answers without a worker id are each a worker of their own, as in
+    :func:`fit_dawid_skene`. Returns ``(labels, skills)`` in the form
+    :func:`aggregate` takes (:func:`clustering._crowd_quality.crowdkit_aggregate`),
+    or None when there is no informative answer.
+    """
+    from clustering._crowd_quality import crowdkit_aggregate
+
+    informative = _informative(all_answers)
+    if not informative:
+        return None
+    workers = [f"w:{a['worker_id']}" if a.get("worker_id") else f"a:{k}" for k, (_, a) in enumerate(informative)]
+    labels, skills = crowdkit_aggregate([q for q, _ in informative], workers, [a["answer"] for _, a in informative],
+                                        model, random_state=random_state)
+    return labels, {w[2:]: s for w, s in skills.items() if w.startswith("w:")}
+
+
 def aggregate(all_answers, ready, dawid_skene=None):
     """Aggregated answer for each ready question.
 

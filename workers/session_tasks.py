@@ -16,12 +16,14 @@ from celery.exceptions import SoftTimeLimitExceeded, TimeLimitExceeded
 
 from clustering._dcrc import ActiveDCRC
 from clustering._crowd import majority_vote
+from clustering._crowd_quality import CROWDKIT_MODELS
 from clustering._metrics import clustering_scores, violated_constraints, violated_triplet_answers
 from clustering._urasc import URASC
 
 from . import liveness
 from .celery_app import app
-from .crowd import aggregate, disagree, fit_dawid_skene, worker_reliability
+from .crowd import aggregate, disagree, fit_crowdkit, fit_dawid_skene, worker_reliability
+from .integrations.tasks import after_pass as integrations_after_pass
 from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
 from .submit import send_pass
 from .records import problem, utcnow_iso
@@ -348,7 +350,10 @@ def update_once(store, ss, sid, token=None):
     answers = ss.all_answers(sid, rec)
     dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
     if ready:
-        agg = aggregate(answers, ready, dawid_skene if rec.get("aggregation", "one_coin") == "one_coin" else None)
+        method = rec.get("aggregation", "one_coin")
+        model = dawid_skene if method == "one_coin" else fit_crowdkit(answers, method, rec["random_state"]) \
+            if method in CROWDKIT_MODELS else None
+        agg = aggregate(answers, ready, model)
         closing = [q for q in ss.questions(sid, ready) if q is not None]
         told = [_told(q, agg[q["question_id"]][0]) for q in closing]
         outcomes = est.tell(told)
@@ -560,6 +565,7 @@ def _close_pass(ss, sid, token, rec, outcome, seconds):
     wait = through_outage_past_soft_limit
     wait(ss.count_pass, outcome[0], seconds)
     _notify(sid, rec.get("callback_url"), *outcome)
+    integrations_after_pass(ss, sid)  # connectors send the next batch
     if wait(ss.take_pending, sid, uuid.uuid4().hex):
         _next_pass(ss, sid, token)
         return

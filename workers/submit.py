@@ -7,7 +7,8 @@ sent by name through a producer-only Celery app.
 import logging
 
 from . import fair
-from .broker import QueueError, enqueue_job_event, send_job, send_pass  # noqa: F401 - this module's interface
+from .broker import (QueueError, enqueue_job_event, send_integration_push, send_job,  # noqa: F401 - this module's
+                     send_pass)  # interface
 from .records import problem
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,5 @@
 """Thin Celery tasks: load by id -> build estimator -> fit -> save -> final state."""
 
-import base64
-import hashlib
-import hmac
 import json
 import logging
 import threading
@@ -22,6 +19,7 @@ from . import fair, liveness, projection, registry
 from .callbacks import CallbackRefused, pinned_address, post_pinned
 from .celery_app import app
 from .records import job_event, problem
+from .webhook_signing import sign_webhook
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -593,12 +591,6 @@ def run_predict(store, job):
         log.exception("predict job %s failed", job_id)
         state, error = "FAILED", problem("predict_failed", "Prediction failed", 500, f"{type(exc).__name__}: {exc}")
     return end_job_past_soft_limit(store, job_id, state, error=error)
-
-
-def sign_webhook(secret, msg_id, timestamp, body):
-    """Standard Webhooks signature: base64 HMAC-SHA256 over ``id.timestamp.body``."""
-    mac = hmac.new(secret.encode(), f"{msg_id}.{timestamp}.{body}".encode(), hashlib.sha256)
-    return "v1," + base64.b64encode(mac.digest()).decode()
 
 
 @app.task(name="shoal.deliver_webhook", bind=True, max_retries=5, acks_late=True)

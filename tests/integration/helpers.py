@@ -113,15 +113,20 @@ class WebhookReceiver:
         raise AssertionError(f"no matching webhook event after {timeout} s: {self.received}")
 
 
-def signature_ok(headers, body, secret=b"test-secret"):
-    """Standard Webhooks check: base64 HMAC-SHA256 over ``id.timestamp.body``."""
-    import base64
-    import hashlib
-    import hmac
+def signature_ok(headers, body, secret=None):
+    """Standard Webhooks check as a receiver makes it: ``standardwebhooks.Webhook(secret).verify``.
 
-    signed = f"{headers['webhook-id']}.{headers['webhook-timestamp']}.{body}".encode()
-    expected = base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest()).decode()
-    return headers.get("webhook-signature") == f"v1,{expected}"
+    ``secret`` defaults to the stack's ``SHOAL_WEBHOOK_SECRET`` (``whsec_<base64>``).
+    """
+    from standardwebhooks import Webhook, WebhookVerificationError
+
+    from tests.conftest import TEST_ENV
+
+    try:
+        Webhook(secret or TEST_ENV["SHOAL_WEBHOOK_SECRET"]).verify(body, headers)
+    except WebhookVerificationError:
+        return False
+    return True
 
 
 @contextmanager

@@ -13,6 +13,8 @@ import pytest
 import requests
 from sklearn.metrics import adjusted_rand_score
 
+from playwright import sync_api
+
 from bench.datasets import load
 from scripts.browser import AnnotatorPage, launch, truth
 
@@ -20,7 +22,6 @@ from .helpers import upload
 from .test_sessions_e2e import _wait_up_to_date
 
 pytestmark = pytest.mark.integration
-sync_api = pytest.importorskip("playwright.sync_api")
 
 
 @pytest.fixture(scope="module")

@@ -29,9 +29,9 @@ READ_MAP = """() => {
 
 @pytest.fixture(scope="module")
 def browser():
-    sync_api = pytest.importorskip("playwright.sync_api")
-    if not os.path.exists(CHROMIUM):
-        pytest.skip("no chromium (scripts/bootstrap.sh installs Debian's as root)")
+    from playwright import sync_api
+
+    assert os.path.exists(CHROMIUM), "no chromium: scripts/bootstrap.sh installs Debian's (as root)"
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
         yield b

@@ -103,6 +103,8 @@ BODIES = {
     ("post", "/v1/sessions/{session_id}/annotators"): lambda ids: {"worker_id": "w1"},
     ("post", "/v1/sessions/{session_id}/gold"): lambda ids: {"questions": [{"items": [0, 1], "answer": "must_link"}]},
     ("patch", "/v1/datasets/{dataset_id}"): lambda ids: {"labels": [0] * 40},
+    ("post", "/v1/sessions/{session_id}/integrations"): lambda ids: {
+        "platform": "label_studio", "url": "http://127.0.0.1:9", "token_env": "SHOAL_INTEGRATION_TOKEN_LS"},
     ("post", "/v1/uploads"): lambda ids: {"content_type": "application/x-npy", "length": 10},
     ("patch", "/v1/uploads/{upload_id}"): lambda ids: b"\x93NUMPY",  # bytes: sent as the raw body
 }
