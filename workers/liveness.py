@@ -40,7 +40,7 @@ import time
 import uuid
 
 from . import stats
-from .config import Settings
+from .config import PREFIX, Settings
 from .session_store import UNSENT_PASSES, SessionStore, unsent_pass
 from .store import UNSENT
 from .submit import send_job, send_pass
@@ -125,8 +125,9 @@ def beat(store, name):
 
 
 def sweep_matrices(store):
-    """Remove the matrix files of expired datasets and the files of expired uploads, at most once per ``matrix_sweep_interval`` across
-    all workers (claim ``matrices:swept``); returns the keys removed (None when another swept lately).
+    """Remove the matrix files of expired datasets and the files of expired uploads, at most once per
+    ``matrix_sweep_interval`` across all workers (claim ``matrices:swept``); returns the keys removed
+    (None when another swept lately).
 
     A sweep that fails (a file system or Redis error) is logged and tried again after the interval.
     """

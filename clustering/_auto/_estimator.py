@@ -1,6 +1,5 @@
 """``AutoClustering``: method, settings and K chosen by held-out constraints (``specs/auto.md``)."""
 
-import math
 import numbers
 import time
 import warnings

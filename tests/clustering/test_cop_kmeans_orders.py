@@ -38,7 +38,6 @@ def test_runs_that_place_every_sample_first_time_keep_their_labels():
     p = np.array([[0, 1], [50, 51], [100, 101], [0, 50], [50, 100]])
     k = np.array([1, 1, 1, -1, -1])
     a = COPKMeans(3, random_state=3).fit(X, pairs=p, pair_kind=k).labels_
-    from sklearn.cluster import KMeans  # noqa: F401 - sanity: the data is the usual iris
 
     b = COPKMeans(3, random_state=3).fit(X, pairs=p, pair_kind=k).labels_
     assert (a == b).all()
