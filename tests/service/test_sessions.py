@@ -16,7 +16,7 @@ PROBLEM = "application/problem+json"
     ({"preset": "fastest"}, "/preset", "noisy_answers"),
     ({"question_type": "triplet", "n_clusters": 3, "preset": "noisy_answers"}, "/preset", "no presets"),
     ({"preset": "noisy_answers", "params": {"k_growth": "always"}}, "/params/k_growth", ""),
-    ({"aggregation": "dawid_skene"}, "/aggregation", "one_coin"),
+    ({"aggregation": "plurality"}, "/aggregation", "one_coin"),
     ({"lease_seconds": 0}, "/lease_seconds", ""),
 ])
 def test_invalid_triplet_and_strategy_combinations_are_422_naming_the_field(client, blobs_dataset, body, pointer,
