@@ -6,14 +6,16 @@ import uuid
 from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ._http import jsonable, seg
+from ._resource import Resource
 
 if TYPE_CHECKING:
     from ._http import Transport
 
 
-class Dataset:
+class Dataset(Resource):
     """A dataset stored by the service (the matrix stays there; this holds its metadata).
 
     Attributes
@@ -36,14 +38,8 @@ class Dataset:
     """
 
     def __init__(self, transport: Transport, data: dict[str, Any], items: Sequence[Any] | None = None) -> None:
-        self._t = transport
-        self.raw = data
+        super().__init__(transport, data)
         self.items = items
-
-    @property
-    def id(self) -> str:
-        """``ds_...``."""
-        return str(self.raw["id"])
 
     @property
     def n_samples(self) -> int:
@@ -92,7 +88,7 @@ class Dataset:
         return f"Dataset(id={self.id!r}, n_samples={self.n_samples}, n_features={self.n_features})"
 
 
-def matrix(X: Any, name: str = "X") -> np.ndarray:
+def matrix(X: Any, name: str = "X") -> npt.NDArray[np.float64]:
     """``X`` as a 2-D float64 array of finite numbers (JSON has no NaN or infinity to send).
 
     Raises

@@ -6,6 +6,7 @@ import inspect
 from typing import Any, Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from .client import Shoal
 from .datasets import matrix
@@ -128,7 +129,7 @@ class ShoalClusterer(ClusterMixin, BaseEstimator):
         self.labels_ = self.result_.labels
         return self
 
-    def fit_predict(self, X: Any, y: Any = None, must_link: Any = None, cannot_link: Any = None) -> np.ndarray:
+    def fit_predict(self, X: Any, y: Any = None, must_link: Any = None, cannot_link: Any = None) -> npt.NDArray[np.int64]:
         """:meth:`fit`, then ``labels_``."""
         return self.fit(X, y, must_link=must_link, cannot_link=cannot_link).labels_
 

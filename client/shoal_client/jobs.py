@@ -9,8 +9,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ._http import jsonable, retry_after_seconds, seg
+from ._resource import Resource
 from .datasets import Dataset, _pages, dataset_id, matrix
 from .errors import JobFailed, Timeout
 
@@ -54,7 +56,7 @@ class Result:
         self.raw = raw
 
     @property
-    def labels(self) -> np.ndarray:
+    def labels(self) -> npt.NDArray[np.int64]:
         """ndarray of int64, shape (n_samples,): the cluster of each row, in row order."""
         return np.asarray(self.raw["labels"], dtype=np.int64)
 
@@ -133,7 +135,7 @@ def constraints_body(must_link: Any = None, cannot_link: Any = None, triplets: A
     return body or None
 
 
-class Job:
+class Job(Resource):
     """A clustering job. Its state is read at creation and by :meth:`refresh` (and :meth:`wait`).
 
     Attributes
@@ -147,16 +149,9 @@ class Job:
     """
 
     def __init__(self, transport: Transport, data: dict[str, Any], replayed: bool = False) -> None:
-        self._t = transport
-        self.raw = data
-        self.replayed = replayed
+        super().__init__(transport, data, replayed)
         self._etag: str | None = None
         self._retry_after: float | None = None
-
-    @property
-    def id(self) -> str:
-        """``job_...``."""
-        return str(self.raw["id"])
 
     @property
     def state(self) -> str:

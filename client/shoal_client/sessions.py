@@ -8,8 +8,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping
 
 import numpy as np
+import numpy.typing as npt
 
 from ._http import jsonable, retry_after_seconds, seg
+from ._resource import Resource
 from .datasets import Dataset, _pages, dataset_id
 from .errors import SessionFailed, Timeout
 
@@ -90,7 +92,7 @@ class Model:
         self.raw = raw
 
     @property
-    def labels(self) -> np.ndarray:
+    def labels(self) -> npt.NDArray[np.int64]:
         """ndarray of int64, shape (n_samples,): the cluster of each row."""
         return np.asarray(self.raw["labels"], dtype=np.int64)
 
@@ -152,7 +154,7 @@ class Model:
         return f"Model(session_id={self.raw.get('session_id')!r}, observed_revision={self.raw.get('observed_revision')})"
 
 
-class Session:
+class Session(Resource):
     """An active-clustering session; its state is read at creation and by :meth:`refresh`.
 
     Attributes
@@ -166,15 +168,8 @@ class Session:
 
     def __init__(self, transport: Transport, data: dict[str, Any], dataset: Dataset | None = None,
                  replayed: bool = False) -> None:
-        self._t = transport
-        self.raw = data
+        super().__init__(transport, data, replayed)
         self.dataset = dataset
-        self.replayed = replayed
-
-    @property
-    def id(self) -> str:
-        """``ses_...``."""
-        return str(self.raw["id"])
 
     @property
     def state(self) -> str:
