@@ -31,20 +31,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load
 from scripts.browser import AnnotatorPage, launch, truth
-from scripts.stack import Stack, wait_ready
-
-
-def _wait_up_to_date(base, sid, timeout=600):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
-        cond = {c["type"]: c["status"] for c in s["conditions"]}
-        if s["state"] == "FAILED":
-            raise RuntimeError(s["error"])
-        if cond["ModelUpToDate"] == "True" and s["state"] != "INITIALIZING":
-            return s
-        time.sleep(0.05)
-    raise TimeoutError(f"session {sid} not up to date after {timeout} s")
+from scripts.stack import Stack, wait_ready, wait_up_to_date
 
 
 def _session(base, did, wait=True, **body):
@@ -52,7 +39,7 @@ def _session(base, did, wait=True, **body):
     r.raise_for_status()
     sid = r.json()["id"]
     if wait:
-        _wait_up_to_date(base, sid)
+        wait_up_to_date(base, sid, timeout=600, interval=0.05)
     return sid
 
 
@@ -135,7 +122,7 @@ def _ari_by_clicks(base, browser, did, y, n):
         given += 1
     ann.flushed()
     seconds = time.perf_counter() - t0
-    rec = _wait_up_to_date(base, sid)
+    rec = wait_up_to_date(base, sid, timeout=600, interval=0.05)
     after = _ari(base, sid, y)
     ctx.close()
     return {"answers": given, "ari_before": round(before, 4), "ari_after": round(after, 4),

@@ -23,20 +23,7 @@ import numpy as np
 import requests
 
 from bench.datasets import load
-from scripts.stack import Stack, wait_ready
-
-
-def _wait_up_to_date(base, sid, timeout=600):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
-        cond = {c["type"]: c["status"] for c in s["conditions"]}
-        if s["state"] == "FAILED":
-            raise RuntimeError(s["error"])
-        if cond["ModelUpToDate"] == "True" and s["state"] != "INITIALIZING":
-            return s
-        time.sleep(0.02)
-    raise TimeoutError(f"session {sid} not up to date after {timeout} s")
+from scripts.stack import Stack, wait_ready, wait_up_to_date
 
 
 def measure(base, name, passes, seed=0):
@@ -48,7 +35,7 @@ def measure(base, name, passes, seed=0):
                                                    "pool_size": 10, "random_state": seed}, timeout=30)
     r.raise_for_status()
     sid = r.json()["id"]
-    first = _wait_up_to_date(base, sid)["last_pass_seconds"]
+    first = wait_up_to_date(base, sid, timeout=600, interval=0.02)["last_pass_seconds"]
     pass_s, answer_to_model_s = [], []
     for k in range(passes):
         qs = requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": "w"},
@@ -57,7 +44,7 @@ def measure(base, name, passes, seed=0):
                   "answer": "must_link" if y[q["items"][0]] == y[q["items"][1]] else "cannot_link"} for q in qs]
         t0 = time.perf_counter()
         requests.post(f"{base}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30).raise_for_status()
-        s = _wait_up_to_date(base, sid)
+        s = wait_up_to_date(base, sid, timeout=600, interval=0.02)
         answer_to_model_s.append(time.perf_counter() - t0)
         pass_s.append(s["last_pass_seconds"])
     return {"dataset": name, "n_samples": int(len(y)), "first_pass_s": first, "passes": passes,

@@ -179,3 +179,42 @@ def wait_ready(base_url, timeout=60.0):
             last = str(exc)
         time.sleep(0.25)
     raise TimeoutError(f"the stack did not become ready in {timeout} s: {last}")
+
+
+def wait_up_to_date(base_url, session_id, timeout=60.0, interval=0.1):
+    """Poll a session until a pass has brought its model up to date with its answers.
+
+    Parameters
+    ----------
+    base_url : str
+    session_id : str
+    timeout : float
+        Seconds to wait at most.
+    interval : float
+        Seconds between polls.
+
+    Returns
+    -------
+    dict
+        The session's view (``GET /v1/sessions/{id}``): not INITIALIZING, ``ModelUpToDate`` True.
+
+    Raises
+    ------
+    RuntimeError
+        The session is FAILED (its error in the message).
+    TimeoutError
+        Not up to date after ``timeout`` seconds (its last view in the message).
+    """
+    import requests
+
+    deadline = time.monotonic() + timeout
+    while True:
+        s = requests.get(f"{base_url}/v1/sessions/{session_id}", timeout=30).json()
+        if s["state"] == "FAILED":
+            raise RuntimeError(f"session {session_id} FAILED: {s.get('error')}")
+        cond = {c["type"]: c["status"] for c in s["conditions"]}
+        if cond["ModelUpToDate"] == "True" and s["state"] != "INITIALIZING":
+            return s
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"session {session_id} not up to date after {timeout} s: {s}")
+        time.sleep(interval)

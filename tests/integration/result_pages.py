@@ -2,12 +2,12 @@
 
 import json
 import re
-import time
 
 import numpy as np
 import requests
 
 from bench.datasets import load
+from scripts.stack import wait_up_to_date
 
 from .helpers import submit, upload, wait_done
 
@@ -39,18 +39,6 @@ def iris_job(base, method="spectral_learning", name="iris", item_ids=None):
                                  constraints={"must_link": ml, "cannot_link": cl}).json()["id"])
     assert job["state"] == "SUCCEEDED", job
     return job["id"], y
-
-
-def wait_up_to_date(base, sid, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
-        cond = {c["type"]: c for c in s["conditions"]}
-        assert s["state"] != "FAILED", s["error"]
-        if cond["ModelUpToDate"]["status"] == "True" and s["state"] != "INITIALIZING":
-            return s
-        time.sleep(0.1)
-    raise AssertionError(f"session {sid} not up to date after {timeout} s")
 
 
 def iris_session(base, rounds=4):

@@ -19,7 +19,7 @@ from bench.datasets import load
 from scripts.browser import AnnotatorPage, launch, truth
 
 from .helpers import upload
-from .test_sessions_e2e import _wait_up_to_date
+from scripts.stack import wait_up_to_date
 
 pytestmark = pytest.mark.integration
 
@@ -43,7 +43,7 @@ def _session(live, did, **body):
     r = requests.post(f"{live}/v1/sessions", json={"dataset_id": did, "n_clusters": 3, **body}, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
-    _wait_up_to_date(live, sid, timeout=120)
+    wait_up_to_date(live, sid, timeout=120)
     return sid
 
 
@@ -143,7 +143,7 @@ def test_pairwise_crowd_on_iris_through_the_page(live, browser, iris):
     assert workers["good"]["answers"] == 40 and workers["sloppy"]["answers"] == len(sloppy_given)
     assert workers["good"]["gold_answered"] >= 4 and workers["good"]["gold_accuracy"] == 1.0
     assert workers["good"]["seconds_per_answer"] > 0
-    _wait_up_to_date(live, sid, timeout=120)
+    wait_up_to_date(live, sid, timeout=120)
     after = _ari(live, sid, y)
     assert after > before, (before, after)
     assert good.console_errors == [] and sloppy.console_errors == []
@@ -175,7 +175,7 @@ def test_triplets_by_click_and_key_with_undo(live, browser, iris):
     ann.flushed()
     recorded = {q: a for (w, q), a in _recorded(live, sid).items() if w == "t1"}
     assert recorded == {q: [a] for q, a in given.items()}
-    _wait_up_to_date(live, sid, timeout=180)
+    wait_up_to_date(live, sid, timeout=180)
     after = _ari(live, sid, y)
     assert after >= before, (before, after)
     assert ann.console_errors == []

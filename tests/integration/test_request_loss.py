@@ -22,6 +22,8 @@ import redis
 import requests
 from sklearn.datasets import make_blobs
 
+from scripts.stack import wait_up_to_date
+
 from .helpers import own_stack, submit, upload, wait_done
 
 pytestmark = pytest.mark.integration
@@ -48,18 +50,6 @@ def _session_store(stack):
     from workers.store import Store
 
     return SessionStore(Store.from_settings(Settings(redis_url=stack.redis_url)))
-
-
-def _wait_up_to_date(base, sid, timeout=60):
-    """The session's view once a pass brought its model up to date with its answers (not INITIALIZING)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
-        up_to_date = {c["type"]: c["status"] for c in s["conditions"]}["ModelUpToDate"] == "True"
-        if s["state"] != "INITIALIZING" and up_to_date:
-            return s
-        assert s["state"] != "FAILED" and time.monotonic() < deadline, f"no pass ran after {timeout} s: {s}"
-        time.sleep(0.1)
 
 
 def _blobs(base):
@@ -105,7 +95,7 @@ def test_a_session_whose_request_died_before_sending_its_first_pass_gets_it_from
     sid = ss.create(dataset_id=did, strategy="urasc", n_clusters=3, budget=20, question_type="pairwise",
                     answers_per_question=1, params=params, random_state=0)["id"]
     assert requests.delete(f"{base}/v1/datasets/{did}", timeout=30).status_code == 409  # the session holds it
-    s = _wait_up_to_date(base, sid)
+    s = wait_up_to_date(base, sid)
     assert s["state"] == "ACTIVE" and s["observed_revision"] == 0, s
     lease = requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 3, "worker_id": "w1"}, timeout=30)
     assert len(lease.json()["questions"]) == 3, lease.text
@@ -125,7 +115,7 @@ def test_a_pass_whose_answers_request_died_before_sending_it_is_sent_by_a_live_w
     r = requests.post(f"{base}/v1/sessions", json={"dataset_id": did, "budget": 1, "n_clusters": 3}, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
-    assert _wait_up_to_date(base, sid)["state"] == "ACTIVE"
+    assert wait_up_to_date(base, sid)["state"] == "ACTIVE"
     [q] = ss.lease(sid, 1, "w1")
     # what the dead request left: its answers recorded, with the slot taken for a pass (post_answers' step),
     # and no task
@@ -135,6 +125,6 @@ def test_a_pass_whose_answers_request_died_before_sending_it_is_sent_by_a_live_w
     assert done.outcomes == ["accepted:ready"] and done.enqueue
     assert requests.post(f"{base}/v1/sessions/{sid}/questions", json={"count": 3, "worker_id": "w2"},
                          timeout=30).json()["questions"] == []  # nothing left to answer
-    s = _wait_up_to_date(base, sid)
+    s = wait_up_to_date(base, sid)
     assert (s["state"], s["revision"], s["observed_revision"], s["budget_used"]) == ("COMPLETED", 1, 1, 1), s
     assert not ss.r.exists(ss._key(sid, ":update")) and ss.r.zcard("shoal:sessions:unsent") == 0

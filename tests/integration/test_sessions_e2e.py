@@ -15,6 +15,8 @@ from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load
 
+from scripts.stack import wait_up_to_date
+
 from .helpers import WebhookReceiver, metric, scrape, signature_ok, submit, upload, wait_done
 
 pytestmark = pytest.mark.integration
@@ -42,19 +44,6 @@ def _crowd_batch(base, sid, rng, truth, choices, votes, check=lambda q: None):
     return batch
 
 
-def _wait_up_to_date(base, sid, timeout=60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        s = requests.get(f"{base}/v1/sessions/{sid}", timeout=30).json()
-        cond = {c["type"]: c for c in s["conditions"]}
-        if s["state"] == "FAILED":
-            raise AssertionError(s["error"])
-        if cond["ModelUpToDate"]["status"] == "True" and s["state"] != "INITIALIZING":
-            return s
-        time.sleep(0.1)
-    raise AssertionError(f"session {sid} not up to date after {timeout} s: {s}")
-
-
 @pytest.mark.parametrize("n_clusters, budget, options", [
     (3, 40, {}),
     (3, 40, {"params": {"k_growth": "verify", "representative": "founder"}}),
@@ -72,7 +61,7 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, op
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
     assert r.headers["Location"] == f"/v1/sessions/{sid}" and r.json()["preset"] == options.get("preset")
-    session = _wait_up_to_date(live, sid)
+    session = wait_up_to_date(live, sid)
     assert session["pass_started_at"] is None and session["last_pass_seconds"] > 0
     first_model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     rng = np.random.default_rng(0)
@@ -95,7 +84,7 @@ def test_crowd_session_beats_unconstrained_baseline(live, n_clusters, budget, op
         assert [x["outcome"] for x in again["results"]] == ["duplicate", "duplicate"]
         assert again["revision"] == res["revision"]  # nothing accepted: revision unchanged
         last_batch = batch
-        session = _wait_up_to_date(live, sid)
+        session = wait_up_to_date(live, sid)
     assert session["budget_used"] > 0 and session["counters"]["questions_closed"] > 0
     late = dict(last_batch[0], assignment_id="late-retry", worker_id="latecomer")
     res = requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": [late]}, timeout=30).json()
@@ -156,7 +145,7 @@ def test_a_parallel_crowd_stops_at_the_budget_and_the_counters_add_up(live):
                                                    "answers_per_question": 3, "pool_size": 10}, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
-    _wait_up_to_date(live, sid)
+    wait_up_to_date(live, sid)
     seen, lock, errors = Counter(), threading.Lock(), []
 
     def crowd_worker(w):
@@ -188,7 +177,7 @@ def test_a_parallel_crowd_stops_at_the_budget_and_the_counters_add_up(live):
     for t in threads:
         t.join()
     assert not errors, errors
-    session = _wait_up_to_date(live, sid)
+    session = wait_up_to_date(live, sid)
     c = session["counters"]
     assert session["state"] == "COMPLETED" and 0 < session["budget_used"] <= budget, session
     assert session["budget_committed"] == session["budget_used"]
@@ -210,7 +199,7 @@ def test_a_partial_answer_keeps_the_model_up_to_date_without_a_pass(live):
     X, y = load("iris", zscore=False)
     sid = requests.post(f"{live}/v1/sessions", json={"dataset_id": upload(live, X, y), "n_clusters": 3,
                                                      "budget": 10, "answers_per_question": 3}, timeout=30).json()["id"]
-    before = _wait_up_to_date(live, sid)
+    before = wait_up_to_date(live, sid)
     q = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "w1"},
                       timeout=30).json()["questions"][0]
     res = requests.post(f"{live}/v1/sessions/{sid}/answers", timeout=30, json={"answers": [
@@ -255,7 +244,7 @@ def test_answers_whose_request_was_killed_midway_are_counted_once_retried(stack,
                                                    "answers_per_question": 10, "pool_size": 100,
                                                    "strategy": "random"}, timeout=30)
     sid = r.json()["id"]
-    _wait_up_to_date(live, sid)
+    wait_up_to_date(live, sid)
     qs = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 100}, timeout=30).json()["questions"]
     assert len(qs) == 100
     batch = [{"question_id": q["question_id"], "answer": "must_link" if y[q["items"][0]] == y[q["items"][1]]
@@ -289,7 +278,7 @@ def test_answers_whose_request_was_killed_midway_are_counted_once_retried(stack,
     outcomes = [x["outcome"] for x in res["results"]]
     assert outcomes.count("duplicate") == stored and outcomes.count("accepted") == len(batch) - stored
     assert res["revision"] == 1  # one batch was accepted: the lost one (it recorded answers), or the retry
-    s = _wait_up_to_date(live, sid)
+    s = wait_up_to_date(live, sid)
     c = s["counters"]
     assert c["accepted"] == len(batch) == rd.llen(log), c  # every stored answer counted, once
     assert c["answers_received"] == c["accepted"] + c["duplicate"] + c["late"] + c["rejected"] == stored + 1000
@@ -307,7 +296,7 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
     assert r.json()["strategy"] == "uncertainty"
-    session = _wait_up_to_date(live, sid)
+    session = wait_up_to_date(live, sid)
     first = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     rng = np.random.default_rng(1)
     votes, rounds, n_accepted, n_posts = {}, 0, 0, 0
@@ -331,7 +320,7 @@ def test_triplet_crowd_session_beats_unconstrained_baseline(live):
         assert [x["outcome"] for x in res["results"]] == ["accepted"] * len(batch) + ["rejected"], res
         assert "yes, no, dont_know" in res["results"][-1]["reason"]
         n_accepted, n_posts = n_accepted + len(batch), n_posts + 1
-        session = _wait_up_to_date(live, sid)
+        session = wait_up_to_date(live, sid)
     assert session["state"] == "COMPLETED" and session["budget_used"] == 40
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     assert len(model["triplets"]) == 40 and "must_link" not in model
@@ -386,7 +375,7 @@ def test_session_callback_gets_a_signed_event_after_every_pass(live):
         assert len(answers) == 5
         requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": answers}, timeout=30).raise_for_status()
         headers, body = hook.wait(lambda e: e["session_id"] == sid and e["type"] == "session.completed")
-        assert json.loads(body)["observed_revision"] == _wait_up_to_date(live, sid)["revision"] >= 1
+        assert json.loads(body)["observed_revision"] == wait_up_to_date(live, sid)["revision"] >= 1
         assert signature_ok(headers, body)
         # a pass that fails (its dataset expired; DELETE is refused while the session is open) says so,
         # with the revision of the last good model
@@ -440,7 +429,7 @@ def test_tied_questions_get_a_tie_breaker_from_another_worker(live):
         "pool_size": 5, "aggregation": "majority"})
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
-    before = _wait_up_to_date(live, sid)
+    before = wait_up_to_date(live, sid)
 
     def lease(worker):
         return requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 10, "worker_id": worker},
@@ -457,7 +446,7 @@ def test_tied_questions_get_a_tie_breaker_from_another_worker(live):
     answer("yes", first, lambda items: "must_link")
     answer("no", first, lambda items: "cannot_link")
     time.sleep(1)  # a pass, had one been queued, would have run by now
-    s = _wait_up_to_date(live, sid)
+    s = wait_up_to_date(live, sid)
     assert (s["budget_committed"], s["counters"]["questions_closed"], s["last_pass_seconds"]) == \
         (0, 0, before["last_pass_seconds"]), s
     tied = lease("judge")
@@ -465,7 +454,7 @@ def test_tied_questions_get_a_tie_breaker_from_another_worker(live):
     assert lease("other") == []  # one tie-breaker each, and the tied questions hold the pool
     truth = {q["question_id"]: "must_link" if y[q["items"][0]] == y[q["items"][1]] else "cannot_link" for q in tied}
     answer("judge", tied, lambda items: "must_link" if y[items[0]] == y[items[1]] else "cannot_link")
-    s = _wait_up_to_date(live, sid)
+    s = wait_up_to_date(live, sid)
     c = s["counters"]
     assert c["questions_closed"] == 5 == c["disagreements"] and s["budget_used"] + c["questions_unused"] == 5
     closed = {q["question_id"]: q for q in _all_questions(live, sid, "closed")}
