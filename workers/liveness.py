@@ -39,11 +39,12 @@ import logging
 import time
 import uuid
 
-from . import stats
+from . import fair, stats
 from .config import PREFIX, Settings
 from .session_store import UNSENT_PASSES, SessionStore, unsent_pass
 from .store import UNSENT
 from .submit import send_job, send_pass
+from .tenancy import prune_indexes
 from .tracking import (  # noqa: F401 - the tracking records, part of this module's interface
     WORKER_NAME_ENV,
     WORKERS,
@@ -111,10 +112,6 @@ def beat(store, name):
             continue  # another live worker is recovering it
         recovered += recover_worker(store, lost)
         store.r.eval(_FORGET_LUA, 3, WORKERS, running_key(lost), recovery_key(lost), lost, repr(cutoff))
-    from . import fair
-
-    from .tenancy import prune_indexes
-
     try:
         fair.release(store)  # held jobs whose release a start missed (a worker lost before it released)
         prune_indexes(store.r)  # expired ids leave the listing indexes without waiting for a listing
