@@ -16,7 +16,7 @@ from sklearn.metrics import adjusted_rand_score
 from playwright import sync_api
 
 from bench.datasets import load
-from scripts.browser import AnnotatorPage, launch, truth
+from scripts.browser import AnnotatorPage, launch, serious_violations, truth
 
 from .helpers import upload
 from .test_sessions_e2e import _wait_up_to_date
@@ -73,11 +73,7 @@ def _recorded(live, sid):
 
 
 def _axe(page):
-    from axe_playwright_python.sync_playwright import Axe
-
-    results = Axe().run(page)
-    bad = [(v["id"], v["impact"], v["help"]) for v in results.response["violations"]
-           if v["impact"] in ("serious", "critical")]
+    bad = serious_violations(page)
     assert not bad, bad
 
 
