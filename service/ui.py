@@ -31,7 +31,7 @@ STATIC_URL = "/ui/static/"
 _OWN = os.path.join(os.path.dirname(__file__), "static", "ui")
 _PLOTLY = os.path.join(os.path.dirname(plotly.__file__), "package_data")
 #: Files served under :data:`STATIC_URL`: name -> directory.
-ASSETS = {"plotly.min.js": _PLOTLY, "result.js": _OWN, "result.css": _OWN}
+ASSETS = {"plotly.min.js": _PLOTLY, "result.js": _OWN, "result.css": _OWN, "waiting.js": _OWN}
 #: Headers of every ``/ui`` answer (:mod:`service.page_headers`): plotly.js styles its SVG inline.
 HEADERS = page_headers(inline_styles=True)
 CSP = HEADERS["Content-Security-Policy"]
@@ -75,9 +75,10 @@ def _page(template, data, **context):
 def _waiting(what, rec_id, state, detail):
     """The page of a job or session with nothing to draw (yet: ``Retry-After`` while it may come)."""
     waiting = state in ("QUEUED", "RUNNING", "INITIALIZING", "ACTIVE")
-    headers = {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])} if waiting else {}
+    retry_after = current_app.config["SHOAL_RETRY_AFTER"]
+    headers = {"Retry-After": str(retry_after)} if waiting else {}
     return render_template("ui/waiting.html", what=what, rec_id=rec_id, state=state, detail=detail,
-                           waiting=waiting), 200, headers
+                           waiting=waiting, retry_after=retry_after), 200, headers
 
 
 # ------------------------------------------------------------------------------------------ jobs

@@ -168,3 +168,35 @@ def test_hostile_item_ids_and_names_are_shown_as_text(live, browser):
                                                                       "<b>bold</b>")
     assert problems == []
     page.close()
+
+
+def test_the_page_of_an_unfinished_job_waits_then_shows_its_end(live, browser):
+    """A QUEUED job's page (a record no worker has been sent: it waits for the test) asks again by itself
+    and reloads once the job has ended; both pages pass axe-core."""
+    from bench.datasets import load
+    from workers.config import Settings
+    from workers.store import Store
+
+    from .helpers import upload
+
+    X, _ = load("iris")
+    store = Store.from_settings(Settings.from_env())  # the live stack's Redis
+    jid = store.create_job(dataset_id=upload(live, X), method="copkmeans", n_clusters=3, params={},
+                           constraints={}, random_state=0)["id"]
+    page = browser.new_page()
+    problems = []
+    page.on("pageerror", lambda e: problems.append(f"page error: {e}"))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    loads = []
+    page.on("load", lambda: loads.append(page.url))
+    assert page.goto(f"{live}/ui/jobs/{jid}").status == 200
+    assert "is QUEUED" in page.inner_text("h1")
+    assert serious_violations(page) == []
+    page.wait_for_timeout(2500)  # Retry-After is 1 s: asked twice, nothing changed, no reload
+    assert len(loads) == 1
+    store.finish_job(jid, "FAILED", error={"detail": "stopped by the test"})
+    page.wait_for_function("() => document.querySelector('h1').textContent.includes('is FAILED')", timeout=10000)
+    assert len(loads) == 2 and "stopped by the test" in page.inner_text("main")
+    assert page.locator("#waiting").count() == 0 and serious_violations(page) == []
+    assert problems == []
+    page.close()
