@@ -243,13 +243,18 @@ class QuestionsRequestSchema(Schema):
                               metadata={"description": "a worker is never handed the same question twice"})
 
 
+def _content():
+    """A question's ``content`` field: the same in a lease and in the list of questions."""
+    return fields.List(fields.Dict(allow_none=True), metadata={
+        "description": "per item, its row's content (text, image_url, fields) or null; see PUT /v1/datasets/{id}/items"})
+
+
 class QuestionSchema(Schema):
     question_id = fields.String()
     type = fields.String()
     items = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
-    content = fields.List(fields.Dict(allow_none=True), metadata={
-        "description": "per item, its row's content (text, image_url, fields) or null; see PUT /v1/datasets/{id}/items"})
+    content = _content()
     answers = fields.List(fields.String(), metadata={"description": "accepted answer values"})
 
 
@@ -285,6 +290,7 @@ class QuestionRecordSchema(Schema):
     type = fields.String()
     items = fields.List(fields.Integer())
     item_ids = fields.List(fields.String(), allow_none=True)
+    content = _content()
     status = fields.String(validate=validate.OneOf(QUESTION_STATES))
     created_revision = fields.Integer()
     n_answers = fields.Integer()

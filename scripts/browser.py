@@ -22,6 +22,18 @@ def launch(playwright):
     return playwright.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
 
 
+def serious_violations(page):
+    """axe-core's serious and critical findings on the page shown: a list of (rule, impact, help, targets).
+
+    axe-core runs in the page (its script ships with ``axe-playwright-python``: nothing is fetched).
+    """
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [(v["id"], v["impact"], v["help"], [n["target"] for n in v["nodes"]][:5]) for v in found
+            if v["impact"] in ("serious", "critical")]
+
+
 def truth(labels, rows):
     """The right answer to a question on ``rows`` (2: pairwise, 3: triplet) under ``labels``."""
     if len(rows) == 2:

@@ -23,6 +23,7 @@ from workers.session_store import DEFAULT_LEASE_SECONDS, OPEN_STATES, SessionSto
 
 from . import get_store
 from .errors import ApiError, pointer_messages
+from .page_headers import page_headers
 from .sessions import committed, lease_retry_after, question_content, record_answers
 
 blp = Blueprint("annotate", __name__, url_prefix="/annotate", template_folder="templates",
@@ -30,15 +31,7 @@ blp = Blueprint("annotate", __name__, url_prefix="/annotate", template_folder="t
 
 #: Headers of every response under ``/annotate``: no inline script, nothing from other hosts but
 #: images (an item's ``image_url``), no framing, and no Referer (the URL holds the token).
-SECURITY_HEADERS = {
-    "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; "
-                               "img-src 'self' data: https: http:; connect-src 'self'; form-action 'none'; "
-                               "frame-ancestors 'none'; base-uri 'none'",
-    "Referrer-Policy": "no-referrer",
-    "X-Content-Type-Options": "nosniff",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-}
+SECURITY_HEADERS = {**page_headers(), "Cache-Control": "no-store"}
 #: Most features shown per row when it has no content.
 MAX_FEATURES = 12
 LABELS = {"pairwise": [("must_link", "Same", "1", "S"), ("cannot_link", "Different", "2", "D"),

@@ -204,6 +204,33 @@ def question_content(store, rec, questions):
     return [[content[i] for i in q["items"]] for q in questions]
 
 
+def with_items(store, rec, item_ids, questions):
+    """Give each question what names and shows its items: ``item_ids`` and ``content`` (in place).
+
+    The one place both ``POST`` (the lease) and ``GET /v1/sessions/{id}/questions`` fill them in.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    rec : dict
+        The session's record.
+    item_ids : list of str or None
+        The dataset's item ids (``SessionStore.item_ids``), None when it has none.
+    questions : list of dict
+        Question documents with ``items``.
+
+    Returns
+    -------
+    list of dict
+        ``questions``, each with ``item_ids`` (see :func:`_item_ids_of`) and ``content``
+        (see :func:`question_content`).
+    """
+    for q, content in zip(questions, question_content(store, rec, questions)):
+        q["item_ids"] = _item_ids_of(q, item_ids)
+        q["content"] = content
+    return questions
+
+
 @blp.route("", methods=["POST"])
 @idempotent(blp)
 @blp.arguments(SessionCreateSchema)
@@ -323,9 +350,7 @@ def list_questions(args, session_id):
     rec = session_or_404(ss, session_id)
     questions, token = ss.page_questions(session_id, status=args.get("status"), page_size=args["page_size"],
                                          page_token=args.get("page_token"))
-    item_ids = ss.item_ids(rec) if questions else None
-    for q in questions:
-        q["item_ids"] = _item_ids_of(q, item_ids)
+    with_items(store, rec, ss.item_ids(rec) if questions else None, questions)
     return {"questions": questions, "next_page_token": token}
 
 
@@ -354,9 +379,8 @@ def lease_questions(body, session_id):
                          lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) \
         if committed(rec) < rec["budget"] else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
-    out = [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
-            "item_ids": _item_ids_of(q, item_ids), "content": content, "answers": vocab}
-           for q, content in zip(questions, question_content(store, rec, questions))]
+    out = with_items(store, rec, item_ids, [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
+                                              "answers": vocab} for q in questions])
     headers = {} if out else lease_retry_after(rec)
     return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining}, 200, headers
 

@@ -22,6 +22,7 @@ from workers.session_store import SessionStore
 from . import get_store, ui_data
 from .errors import ApiError
 from .jobs import job_or_404
+from .page_headers import page_headers
 from .sessions import session_or_404
 
 blp = Blueprint("ui", __name__, url_prefix="/ui", template_folder="templates")
@@ -30,11 +31,10 @@ STATIC_URL = "/ui/static/"
 _OWN = os.path.join(os.path.dirname(__file__), "static", "ui")
 _PLOTLY = os.path.join(os.path.dirname(plotly.__file__), "package_data")
 #: Files served under :data:`STATIC_URL`: name -> directory.
-ASSETS = {"plotly.min.js": _PLOTLY, "result.js": _OWN, "result.css": _OWN}
-#: No inline script, nothing from another origin but item images (``image_url``: http(s) or data:).
-CSP = ("default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-       "img-src 'self' data: https: http:; connect-src 'self'; font-src 'self'; base-uri 'none'; "
-       "form-action 'none'; frame-ancestors 'none'")
+ASSETS = {"plotly.min.js": _PLOTLY, "result.js": _OWN, "result.css": _OWN, "waiting.js": _OWN}
+#: Headers of every ``/ui`` answer (:mod:`service.page_headers`): plotly.js styles its SVG inline.
+HEADERS = page_headers(inline_styles=True)
+CSP = HEADERS["Content-Security-Policy"]
 #: A year: every asset URL names its version (``?v=``), so a new one is a new URL.
 ASSET_MAX_AGE = 365 * 24 * 3600
 
@@ -64,9 +64,7 @@ def asset(filename):
 
 @blp.after_request
 def _headers(response):
-    response.headers["Content-Security-Policy"] = CSP
-    response.headers["X-Content-Type-Options"] = "nosniff"
-    response.headers["Referrer-Policy"] = "no-referrer"
+    response.headers.update(HEADERS)
     return response
 
 
@@ -77,9 +75,10 @@ def _page(template, data, **context):
 def _waiting(what, rec_id, state, detail):
     """The page of a job or session with nothing to draw (yet: ``Retry-After`` while it may come)."""
     waiting = state in ("QUEUED", "RUNNING", "INITIALIZING", "ACTIVE")
-    headers = {"Retry-After": str(current_app.config["SHOAL_RETRY_AFTER"])} if waiting else {}
+    retry_after = current_app.config["SHOAL_RETRY_AFTER"]
+    headers = {"Retry-After": str(retry_after)} if waiting else {}
     return render_template("ui/waiting.html", what=what, rec_id=rec_id, state=state, detail=detail,
-                           waiting=waiting), 200, headers
+                           waiting=waiting, retry_after=retry_after), 200, headers
 
 
 # ------------------------------------------------------------------------------------------ jobs

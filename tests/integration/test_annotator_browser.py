@@ -6,7 +6,10 @@ hostile item content stays text, links die when they expire or are revoked, and 
 no serious or critical accessibility violation.
 """
 
+import threading
 import time
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import numpy as np
 import pytest
@@ -16,7 +19,7 @@ from sklearn.metrics import adjusted_rand_score
 from playwright import sync_api
 
 from bench.datasets import load
-from scripts.browser import AnnotatorPage, launch, truth
+from scripts.browser import AnnotatorPage, launch, serious_violations, truth
 
 from .helpers import upload
 from scripts.stack import wait_up_to_date
@@ -73,11 +76,7 @@ def _recorded(live, sid):
 
 
 def _axe(page):
-    from axe_playwright_python.sync_playwright import Axe
-
-    results = Axe().run(page)
-    bad = [(v["id"], v["impact"], v["help"]) for v in results.response["violations"]
-           if v["impact"] in ("serious", "critical")]
+    bad = serious_violations(page)
     assert not bad, bad
 
 
@@ -279,3 +278,76 @@ def test_lost_connection_resends_without_doubles(live, browser, iris):
     recorded = {q: a for (w, q), a in _recorded(live, sid).items() if w == "c1"}
     assert recorded == {q: [a] for q, a in given.items()}
     ctx.close()
+
+
+@contextmanager
+def _study_site():
+    """A loopback HTTP server standing in for the platform's completion page: yields (base URL, paths asked)."""
+    asked = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 (the http.server name)
+            asked.append(self.path)
+            body = b"<!doctype html><title>Submission complete</title><h1>Submission complete</h1>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_a_prolific_visit_from_study_url_to_completion(live, browser, iris):
+    """A study link opened as Prolific opens it: the participant id names the worker, the quota ends
+    the visit, and the browser lands on the study's completion URL with its code."""
+    did, y = iris
+    sid = _session(live, did, budget=30)
+    pid, study, visit = "5f3c9a0e1b2d4c6e8f0a1b2c", "65a1b2c3d4e5f60718293a4b", "66f0e1d2c3b4a59687786950"
+    with _study_site() as (site, asked):
+        complete = f"{site}/submissions/complete?cc=C0DE42"
+        link = _link(live, sid, worker_id=None, quota=4, completion_url=complete)
+        assert link["worker_id"] is None
+        ctx = browser.new_context()
+        page = ctx.new_page()
+        ann = AnnotatorPage(page)
+        ann.open(f"{link['url']}?PROLIFIC_PID={pid}&STUDY_ID={study}&SESSION_ID={visit}")
+        given = _work(ann, y, 10)  # stops when the page says the worker is done
+        assert len(given) == 4 and ann.done()
+        # the done screen comes once Shoal has every answer: nothing is left to send when the worker leaves
+        recorded = {q: a for (w, q), a in _recorded(live, sid).items() if w == pid}
+        assert recorded == {q: [a] for q, a in given.items()}
+        workers = {w["worker_id"]: w for w in requests.get(f"{live}/v1/sessions/{sid}/workers", timeout=30)
+                   .json()["workers"]}
+        assert set(workers) == {pid} and workers[pid]["answers"] == 4
+        page.wait_for_selector("#completion-link", state="visible")
+        page.click("#completion-link")
+        page.wait_for_url(complete, timeout=30000)
+        assert page.url == complete and "Submission complete" in page.inner_text("h1")
+        assert "/submissions/complete?cc=C0DE42" in asked
+        # coming back to the link later: still done, nothing asked again
+        ann.open(f"{link['url']}?PROLIFIC_PID={pid}&STUDY_ID={study}&SESSION_ID={visit}")
+        assert ann.done() and page.get_attribute("#completion-link", "href") == complete
+        assert ann.console_errors == []
+        # another participant on the same study link (the same browser, too) is another worker
+        other = "5f3c9a0e1b2d4c6e8f0a1b2d"
+        ann.open(f"{link['url']}?PROLIFIC_PID={other}&STUDY_ID={study}&SESSION_ID=66f0e1d2c3b4a59687786951")
+        assert not ann.done()
+        more = _work(ann, y, 1)
+        ann.flushed()
+        ctx.close()
+    by_worker = {}
+    for (w, q), a in _recorded(live, sid).items():
+        by_worker.setdefault(w, {})[q] = a
+    assert by_worker == {pid: {q: [a] for q, a in given.items()}, other: {q: [a] for q, a in more.items()}}

@@ -38,10 +38,20 @@ def test_items_upload_and_questions_carry_content(client, store, blobs_dataset):
     assert r.status_code == 200 and r.json == {"dataset_id": did, "n_items": 31}
     assert client.get(f"/v1/datasets/{did}").json["has_items"] is True
     sid, ss = _open(client, store, did)
-    qs = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5}).json["questions"]
-    assert qs
-    for q in qs:
+    leased = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5}).json["questions"]
+    assert leased
+    for q in leased:
         assert q["content"] == [items[i] and {k: v for k, v in items[i].items() if v is not None} for i in q["items"]]
+    # the list of questions carries the same content as the lease, question by question
+    r = client.get(f"/v1/sessions/{sid}/questions", query_string={"status": "open", "page_size": 100})
+    assert r.status_code == 200
+    listed = {q["question_id"]: q for q in r.json["questions"]}
+    assert {q["question_id"] for q in leased} <= set(listed)
+    for q in leased:
+        assert listed[q["question_id"]]["content"] == q["content"]
+        assert listed[q["question_id"]]["item_ids"] == q["item_ids"]
+    assert any(c and "<b>bold</b>" in c["text"] for q in leased for c in q["content"]), "text stays as sent"
+    assert all(len(q["content"]) == len(q["items"]) for q in r.json["questions"])
 
 
 @pytest.mark.parametrize("item, pointer", [

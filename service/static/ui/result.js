@@ -127,13 +127,15 @@
     }
   }
 
-  function showRow(row) {
+  // focus: true when a keyboard or button asked (the panel's heading takes the focus; a map click keeps it)
+  function showRow(row, focus) {
     select(row);
     fetch(data.rows_url + encodeURIComponent(row), {credentials: "same-origin", headers: {Accept: "application/json"}})
       .then(function (r) { return r.ok ? r.json() : Promise.reject(new Error("HTTP " + r.status)); })
       .then(function (d) {
         panel.textContent = "";
         var h = el("h2", rowName(d.row, d.item_id) + " ");
+        h.tabIndex = -1;
         var sw = el("span", null, "swatch"); sw.style.backgroundColor = colour(d.cluster);
         h.insertBefore(sw, h.firstChild);
         h.appendChild(el("span", "cluster " + d.cluster, "count"));
@@ -152,18 +154,22 @@
         d.neighbours.forEach(function (nb) {
           var li = el("li"), b = el("button", rowName(nb.row, nb.item_id), "row-link");
           b.type = "button";
-          b.addEventListener("click", function () { showRow(nb.row); });
+          b.addEventListener("click", function () { showRow(nb.row, true); });
           var s = el("span", null, "swatch"); s.style.backgroundColor = colour(nb.cluster);
           li.appendChild(s); li.appendChild(b); li.appendChild(el("span", " cluster " + nb.cluster, "count"));
           ul.appendChild(li);
         });
         if (!d.neighbours.length) { ul.appendChild(el("li", "none (the row is not on the map)", "hint")); }
         panel.appendChild(ul);
+        if (focus) { h.focus(); }
       })
       .catch(function (err) {
         panel.textContent = "";
-        panel.appendChild(el("h2", "Row " + row));
+        var h = el("h2", "Row " + row);
+        h.tabIndex = -1;
+        panel.appendChild(h);
         panel.appendChild(el("p", "Could not load this row: " + err.message, "hint"));
+        if (focus) { h.focus(); }
       });
   }
 
@@ -190,8 +196,31 @@
     s.style.backgroundColor = colour(Number(s.getAttribute("data-cluster")));
   });
   Array.prototype.forEach.call(document.querySelectorAll("button.row-link[data-row]"), function (b) {
-    b.addEventListener("click", function () { showRow(Number(b.getAttribute("data-row"))); });
+    b.addEventListener("click", function () { showRow(Number(b.getAttribute("data-row")), true); });
   });
+
+  // Any row without the mouse: its number, or the item id of a row drawn on the map.
+  function findRow(s) {
+    s = s.trim();
+    var ids = data.map && data.map.points.item_id;
+    if (ids) {
+      var i = ids.indexOf(s);
+      if (i >= 0) { return data.map.points.rows[i]; }
+    }
+    return /^[0-9]+$/.test(s) && Number(s) < data.n_samples ? Number(s) : null;
+  }
+  var form = document.getElementById("row-form");
+  if (form) {
+    form.addEventListener("submit", function (ev) {
+      ev.preventDefault();
+      var input = document.getElementById("row-input"), msg = document.getElementById("row-error");
+      var row = findRow(input.value);
+      input.setAttribute("aria-invalid", row === null ? "true" : "false");
+      msg.textContent = row === null ? "No such row: a number from 0 to " + (data.n_samples - 1) +
+        (data.map && data.map.points.item_id ? ", or the item id of a row on the map" : "") + "." : "";
+      if (row !== null) { showRow(row, true); }
+    });
+  }
   drawPasses();
   drawMap();
 })();
