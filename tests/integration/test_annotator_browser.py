@@ -20,9 +20,9 @@ from playwright import sync_api
 
 from bench.datasets import load
 from scripts.browser import AnnotatorPage, launch, serious_violations, truth
+from scripts.stack import wait_up_to_date
 
 from .helpers import upload
-from scripts.stack import wait_up_to_date
 
 pytestmark = pytest.mark.integration
 
