@@ -656,6 +656,40 @@ class SessionStore:
                                    request_pass=False)
         return "rejected:the session was deleted" if done is None else done.outcomes[0]
 
+    def hold(self, sid, qids, holder):
+        """Keep questions ``qids`` open for ``holder`` until they get their answers (or it lets go).
+
+        A lease that never expires (score ``+inf`` in the question's lease
+        set): a pass does not withdraw the question (:meth:`replace_pool`;
+        only the pass that completes the session does), and leasing counts it
+        in flight against the budget. For a platform holding a task of the
+        question (:mod:`workers.integrations`), whose annotators come when
+        the platform sends them, not within ``lease_seconds``.
+
+        Parameters
+        ----------
+        sid : str
+        qids : list of str
+        holder : str
+            The holder's id in the lease set (not a worker that answers).
+        """
+        if not qids:
+            return
+        pipe = self.r.pipeline()
+        for qid in qids:
+            pipe.zadd(self._key(sid, f":lease:{qid}"), {holder: float("inf")})
+            pipe.expire(self._key(sid, f":lease:{qid}"), self.settings.job_ttl)
+        pipe.execute()
+
+    def release(self, sid, qids, holder):
+        """Let go of the questions :meth:`hold` kept for ``holder`` (a later pass may withdraw them)."""
+        if not qids:
+            return
+        pipe = self.r.pipeline()
+        for qid in qids:
+            pipe.zrem(self._key(sid, f":lease:{qid}"), holder)
+        pipe.execute()
+
     def question(self, sid, qid):
         raw = self.r.hget(self._key(sid, ":questions"), qid)
         return json.loads(raw) if raw else None
