@@ -82,6 +82,26 @@ def unsent_pass(sid, token):
     return f"{sid}:{token}"
 
 
+#: A session's ``worker_quality`` when its record has none (or only some) of the fields.
+DEFAULT_WORKER_QUALITY = {"min_gold_accuracy": 0.7, "min_gold_answered": 5, "exclude_flagged": False}
+
+
+def worker_quality_of(rec):
+    """The session's ``worker_quality`` (gold-based flags of workers), the defaults filled in.
+
+    Parameters
+    ----------
+    rec : dict
+        The session's record (``worker_quality`` may be missing: sessions from before it).
+
+    Returns
+    -------
+    dict
+        ``min_gold_accuracy``, ``min_gold_answered``, ``exclude_flagged``.
+    """
+    return {**DEFAULT_WORKER_QUALITY, **(rec.get("worker_quality") or {})}
+
+
 class RecordedAnswers(NamedTuple):
     """What :meth:`SessionStore.record_answers` did with a batch of answers."""
 
@@ -125,7 +145,7 @@ class SessionStore:
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
                params, random_state, aggregation="one_coin", callback_url=None, preset=None,
-               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=(), owner=None):
+               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=(), owner=None, worker_quality=None):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
 
         ``seeds``: constraints the client already has, as answers (pairwise
@@ -148,6 +168,7 @@ class SessionStore:
             "budget": int(budget), "question_type": question_type,
             "answers_per_question": int(answers_per_question), "lease_seconds": int(lease_seconds),
             "aggregation": aggregation,
+            "worker_quality": worker_quality_of({"worker_quality": worker_quality}),
             "params": params, "preset": preset,
             "random_state": int(random_state), "revision": 0, "observed_revision": -1,
             "state": "INITIALIZING", "error": None,
