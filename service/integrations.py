@@ -145,8 +145,10 @@ def label_studio_event(integration_id):
     differs from the recorded answer is a ``duplicate`` with ``changed`` true,
     listed in the integration's ``changed_answers`` (the recorded answer
     stands). A ``late`` answer's question is sent again as a new task if a
-    later pass opens it anew. Cancelled annotations are ``skipped``; other
-    actions ``ignored``.
+    later pass opens it anew; so is a question still open once its task has
+    ``answers_per_question`` annotations (its votes tied: it needs a
+    tie-breaker). Cancelled annotations are ``skipped``; other actions
+    ``ignored``.
     """
     store = get_store()
     istore = IntegrationStore(store)
