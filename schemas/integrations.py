@@ -28,7 +28,8 @@ class IntegrationCreateSchema(Schema):
                                   metadata={"description": "Shoal's base URL as the platform reaches it (default: "
                                                            "the one this request came to)"})
     batch_size = StrictInteger(load_default=20, validate=validate.Range(min=1, max=500),
-                               metadata={"description": "most tasks sent after each re-clustering pass"})
+                               metadata={"description": "most of the session's questions open on the platform at once (new tasks "
+                                                   "are sent as they close)"})
     content_kind = one_of("text", ["text", "image"], "how items show: text (the row's text, else its features) "
                                                      "or image (the row's image_url)")
 

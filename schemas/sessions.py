@@ -91,6 +91,23 @@ SESSION_PRESETS = [{
 }]
 
 
+class WorkerQualitySchema(Schema):
+    """How gold answers flag workers, and whether a flagged worker's answers still count."""
+
+    class Meta:
+        unknown = RAISE
+
+    min_gold_accuracy = FiniteFloat(load_default=0.7, validate=validate.Range(min=0, max=1), metadata={
+        "description": "a worker whose accuracy on gold questions (POST .../gold, scored on the annotator page) "
+                       "is below this is flagged (one answering two-way questions at random scores about 0.5)"})
+    min_gold_answered = StrictInteger(load_default=5, validate=validate.Range(min=1, max=1000), metadata={
+        "description": "gold answers a worker must have given before it can be flagged"})
+    exclude_flagged = fields.Boolean(load_default=False, truthy={True}, falsy={False}, metadata={
+        "description": "leave flagged workers' answers out of every later pass: out of the aggregation (and "
+                       "of the one-coin model's fit) of the questions closed from then on; questions already "
+                       "told to the model stay as they were"})
+
+
 class SessionCreateSchema(Schema):
     """``POST /v1/sessions`` body."""
 
@@ -153,6 +170,9 @@ class SessionCreateSchema(Schema):
                                  "set (URASC asks about a row against a set), so pairs that chain to one another "
                                  "are used at once and the others once the answers reach them; seed_sample defaults "
                                  "to the row the pairs name most. Weights and hierarchies are not taken"})
+    worker_quality = fields.Nested(WorkerQualitySchema, load_default=dict, metadata={
+        "description": "gold-based flags of workers (their gold accuracy, from the annotator page's gold "
+                       "questions) and whether a flagged worker's answers stop counting"})
     random_state = StrictInteger(load_default=0, validate=validate.Range(min=0, max=2**32 - 1))
     callback_url = fields.Url(load_default=None, require_tld=False, schemes={"http", "https"},
                               metadata={"description": "POSTed a signed event after every re-clustering pass "
@@ -165,6 +185,12 @@ class ConditionSchema(Schema):
     status = fields.String(validate=validate.OneOf(["True", "False"]))
     observed_revision = fields.Integer()
     reason = fields.String(allow_none=True)
+
+
+class WorkerQualityViewSchema(Schema):
+    min_gold_accuracy = FiniteFloat()
+    min_gold_answered = fields.Integer()
+    exclude_flagged = fields.Boolean()
 
 
 class SessionSchema(Schema):
@@ -183,6 +209,8 @@ class SessionSchema(Schema):
     answers_per_question = fields.Integer()
     lease_seconds = fields.Integer()
     aggregation = fields.String()
+    worker_quality = fields.Nested(WorkerQualityViewSchema, metadata={
+        "description": "gold-based flags of workers and whether flagged workers' answers count (see the body)"})
     params = fields.Dict()
     preset = fields.String(allow_none=True,
                            metadata={"description": "the preset named at creation, or null"})
@@ -371,6 +399,15 @@ class WorkerReliabilitySchema(Schema):
     estimated_accuracy = FiniteFloat(allow_none=True, metadata={
         "description": "one-coin Dawid-Skene's estimate of the probability that this worker answers right "
                        "(null until two workers have answered two common questions)"})
+    gold_answered = fields.Integer(metadata={"description": "gold questions answered (on the annotator page)"})
+    gold_accuracy = FiniteFloat(allow_none=True, metadata={
+        "description": "fraction of the gold answers that were right; null without gold answers"})
+    flagged = fields.Boolean(metadata={
+        "description": "gold accuracy below the session's worker_quality.min_gold_accuracy after at least "
+                       "min_gold_answered gold answers"})
+    excluded = fields.Boolean(metadata={
+        "description": "flagged and the session excludes flagged workers: this worker's answers were left "
+                       "out of the pass that made this model"})
 
 
 class ModelWarningSchema(Schema):
@@ -409,6 +446,9 @@ class ModelSchema(Schema):
                                  "must_link answer across two clusters, a cannot_link answer inside one, a "
                                  "yes / no triplet answer the labels imply otherwise), ordered by items: "
                                  "candidates to re-ask or review"})
+    excluded_answers = fields.Integer(metadata={
+        "description": "answers of flagged workers the pass that made this model left out "
+                       "(worker_quality.exclude_flagged)"})
     workers = fields.List(fields.Nested(WorkerReliabilitySchema), metadata={
         "description": "every worker who answered, least agreeing first: whom to review, retrain or "
                        "stop assigning"})

@@ -16,7 +16,7 @@ from flask_smorest import Blueprint
 from schemas.integrations import IntegrationCreateSchema, IntegrationListSchema, IntegrationSchema, \
     WebhookResultSchema
 from workers.callbacks import callback_target_error
-from workers.integrations import IntegrationError, IntegrationStore, encrypt_token, public_view, secret_ok
+from workers.integrations import IntegrationError, IntegrationStore, encrypt_token, holder, public_view, secret_ok
 from workers.integrations.label_studio import ACTIONS, SECRET_HEADER, annotation_answer, create_project
 from workers.session_store import SessionStore
 from workers.submit import send_integration_push
@@ -40,6 +40,19 @@ def _send_push(settings, sid):
         send_integration_push(settings, sid)
     except Exception:  # noqa: BLE001 - the next pass sends the batch
         pass
+
+
+def _task_done_question_open(ss, istore, rec, integ, payload, qid):
+    """Count the event's annotation against its task; True when that task (the question's latest)
+    has all the annotations Label Studio gives it while the question is still open."""
+    task_id, ann_id = (payload.get("task") or {}).get("id"), (payload.get("annotation") or {}).get("id")
+    if not isinstance(task_id, int) or ann_id is None:
+        return False
+    n = istore.add_annotation(integ, task_id, ann_id)
+    if n < rec["answers_per_question"] or istore.task_ids(integ, [qid]) != [task_id]:
+        return False
+    doc = ss.question(rec["id"], qid)
+    return doc is not None and doc["status"] == "open"
 
 
 @blp.route("/sessions/<string:session_id>/integrations", methods=["POST"])
@@ -105,11 +118,18 @@ def list_integrations(session_id):
 @blp.response(204)
 @problem_docs(blp, (404, "Unknown session or integration"))
 def delete_integration(session_id, integration_id):
-    """Stop sending tasks and taking events (the platform's project stays)."""
+    """Stop sending tasks and taking events (the platform's project stays).
+
+    The questions the integration held open are let go: a later pass may withdraw them.
+    """
     store = get_store()
-    session_or_404(SessionStore(store), session_id)
-    if not IntegrationStore(store).delete(session_id, integration_id):
+    ss, istore = SessionStore(store), IntegrationStore(store)
+    session_or_404(ss, session_id)
+    rec = next((r for r in istore.of_session(session_id) if r["id"] == integration_id), None)
+    held = sorted(istore.pushed(rec)) if rec is not None else []
+    if rec is None or not istore.delete(session_id, integration_id):
         raise ApiError(404, "not_found", f"integration {integration_id!r} does not exist")
+    ss.release(session_id, held, holder(rec))
     return ""
 
 
@@ -125,8 +145,10 @@ def label_studio_event(integration_id):
     differs from the recorded answer is a ``duplicate`` with ``changed`` true,
     listed in the integration's ``changed_answers`` (the recorded answer
     stands). A ``late`` answer's question is sent again as a new task if a
-    later pass opens it anew. Cancelled annotations are ``skipped``; other
-    actions ``ignored``.
+    later pass opens it anew; so is a question still open once its task has
+    ``answers_per_question`` annotations (its votes tied: it needs a
+    tie-breaker). Cancelled annotations are ``skipped``; other actions
+    ``ignored``.
     """
     store = get_store()
     istore = IntegrationStore(store)
@@ -148,11 +170,15 @@ def label_studio_event(integration_id):
         return {"outcome": "skipped", "reason": reason, "changed": False}
     result = record_answers(ss, rec, [answer])["results"][0]
     out = {**result, "changed": False}
+    qid = answer["question_id"]
     if result["outcome"] == "late":
         # The question may be open again later (a pass suggests it anew) while its task is done: send it
         # again then as a new task (a late answer was not recorded, so its worker may answer it again).
-        istore.unmark_pushed(integ, [answer["question_id"]])
+        istore.unmark_pushed(integ, [qid])
+        ss.release(rec["id"], [qid], holder(integ))
         _send_push(store.settings, rec["id"])
+    elif _task_done_question_open(ss, istore, rec, integ, payload, qid):
+        _send_push(store.settings, rec["id"])  # a tie-breaker (or a lost answer) is needed: a new task
     if result["outcome"] == "duplicate":
         given = ss.answers(rec["id"], [answer["question_id"]])[0]
         before = next((a for a in given if a.get("assignment_id") == answer["assignment_id"]), None)

@@ -32,7 +32,7 @@ from schemas.sessions import (
     TripletParamsSchema,
     URASCParamsSchema,
 )
-from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore
+from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore, worker_quality_of
 from workers.submit import send_session_update, start_session
 
 from . import doc_headers, get_store, retry_after
@@ -121,6 +121,7 @@ def session_view(ss, rec):
     view["budget_remaining"] = max(rec["budget"] - rec["budget_used"], 0)
     view["budget_committed"] = committed(rec)
     view.setdefault("lease_seconds", DEFAULT_LEASE_SECONDS)
+    view["worker_quality"] = worker_quality_of(rec)
     exhausted = rec["budget_used"] >= rec["budget"]
     view["conditions"] = [
         {"type": "ModelUpToDate", "status": str(up_to_date), "observed_revision": rec["observed_revision"],
@@ -278,7 +279,7 @@ def create_session(body):
     rec = ss.create(dataset_id=meta["id"], strategy=strategy, n_clusters=k, budget=body["budget"],
                     question_type=body["question_type"], answers_per_question=body["answers_per_question"],
                     lease_seconds=body["lease_seconds"],
-                    aggregation=body["aggregation"],
+                    aggregation=body["aggregation"], worker_quality=body["worker_quality"],
                     params=params, preset=preset, random_state=body["random_state"],
                     callback_url=body["callback_url"], seeds=seeds, owner=tenant())
     start_session(ss, rec["id"])

@@ -10,13 +10,15 @@ Dawid-Skene weighs as the crowd's average worker); they are left out of the
 workers' agreement (:func:`worker_reliability`). Sessions used crowd-kit's
 full ``DawidSkene`` before; ``bench/crowd_aggregation.py`` measured it below
 majority vote in most simulated crowds (bench/README.md, "Crowd
-aggregation").
+aggregation"). Workers whose gold accuracy is low are flagged (:func:`gold_flags`); a session
+with ``worker_quality.exclude_flagged`` leaves their answers out of its passes.
 """
 
 from collections import Counter, defaultdict
 
 from clustering._crowd import majority_vote as _majority
 from clustering._crowd import one_coin_em
+from clustering._crowd_quality import flagged_workers
 
 
 def _informative(all_answers):
@@ -199,3 +201,38 @@ def worker_reliability(all_answers, dawid_skene=None):
                     "estimated_accuracy": None if est is None else round(est, 3)})
     out.sort(key=lambda r: (r["agreement"] is None, r["agreement"] or 0.0, r["worker_id"]))
     return out
+
+
+def gold_flags(stats, quality):
+    """Each worker's gold score and whether it is flagged.
+
+    Parameters
+    ----------
+    stats : dict of str to dict
+        ``worker_id`` -> ``{"gold_answered", "gold_correct", ...}`` as the annotator page
+        tallies them (:meth:`workers.annotator_store.AnnotatorStore.stats`).
+    quality : dict
+        The session's ``worker_quality`` (:func:`workers.session_store.worker_quality_of`).
+
+    Returns
+    -------
+    dict of str to dict
+        ``worker_id`` -> ``{"gold_answered", "gold_accuracy", "flagged"}`` for every worker
+        with gold answers (:func:`clustering._crowd_quality.flagged_workers` decides the flag).
+    """
+    scores = {w: {"gold_answered": s["gold_answered"], "gold_correct": s["gold_correct"],
+                  "gold_accuracy": s["gold_correct"] / s["gold_answered"]}
+              for w, s in stats.items() if s.get("gold_answered")}
+    flagged = flagged_workers(scores, quality["min_gold_accuracy"], quality["min_gold_answered"])
+    return {w: {"gold_answered": s["gold_answered"], "gold_accuracy": round(s["gold_accuracy"], 4),
+                "flagged": w in flagged} for w, s in scores.items()}
+
+
+def with_gold(reliability, flags, excluded):
+    """:func:`worker_reliability`'s rows with each worker's ``gold_answered``, ``gold_accuracy``,
+    ``flagged`` (from :func:`gold_flags`) and ``excluded`` (in the set ``excluded``)."""
+    for row in reliability:
+        g = flags.get(row["worker_id"], {})
+        row.update(gold_answered=g.get("gold_answered", 0), gold_accuracy=g.get("gold_accuracy"),
+                   flagged=bool(g.get("flagged")), excluded=row["worker_id"] in excluded)
+    return reliability

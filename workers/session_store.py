@@ -82,6 +82,26 @@ def unsent_pass(sid, token):
     return f"{sid}:{token}"
 
 
+#: A session's ``worker_quality`` when its record has none (or only some) of the fields.
+DEFAULT_WORKER_QUALITY = {"min_gold_accuracy": 0.7, "min_gold_answered": 5, "exclude_flagged": False}
+
+
+def worker_quality_of(rec):
+    """The session's ``worker_quality`` (gold-based flags of workers), the defaults filled in.
+
+    Parameters
+    ----------
+    rec : dict
+        The session's record (``worker_quality`` may be missing: sessions from before it).
+
+    Returns
+    -------
+    dict
+        ``min_gold_accuracy``, ``min_gold_answered``, ``exclude_flagged``.
+    """
+    return {**DEFAULT_WORKER_QUALITY, **(rec.get("worker_quality") or {})}
+
+
 class RecordedAnswers(NamedTuple):
     """What :meth:`SessionStore.record_answers` did with a batch of answers."""
 
@@ -125,7 +145,7 @@ class SessionStore:
     # ------------------------------------------------------------- records
     def create(self, *, dataset_id, strategy, n_clusters, budget, question_type, answers_per_question,
                params, random_state, aggregation="one_coin", callback_url=None, preset=None,
-               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=(), owner=None):
+               lease_seconds=DEFAULT_LEASE_SECONDS, seeds=(), owner=None, worker_quality=None):
         """Create an INITIALIZING session record on dataset ``dataset_id``; returns it.
 
         ``seeds``: constraints the client already has, as answers (pairwise
@@ -148,6 +168,7 @@ class SessionStore:
             "budget": int(budget), "question_type": question_type,
             "answers_per_question": int(answers_per_question), "lease_seconds": int(lease_seconds),
             "aggregation": aggregation,
+            "worker_quality": worker_quality_of({"worker_quality": worker_quality}),
             "params": params, "preset": preset,
             "random_state": int(random_state), "revision": 0, "observed_revision": -1,
             "state": "INITIALIZING", "error": None,
@@ -655,6 +676,40 @@ class SessionStore:
                                           "assignment_id": assignment_id}], revision, answers_per_question,
                                    request_pass=False)
         return "rejected:the session was deleted" if done is None else done.outcomes[0]
+
+    def hold(self, sid, qids, holder):
+        """Keep questions ``qids`` open for ``holder`` until they get their answers (or it lets go).
+
+        A lease that never expires (score ``+inf`` in the question's lease
+        set): a pass does not withdraw the question (:meth:`replace_pool`;
+        only the pass that completes the session does), and leasing counts it
+        in flight against the budget. For a platform holding a task of the
+        question (:mod:`workers.integrations`), whose annotators come when
+        the platform sends them, not within ``lease_seconds``.
+
+        Parameters
+        ----------
+        sid : str
+        qids : list of str
+        holder : str
+            The holder's id in the lease set (not a worker that answers).
+        """
+        if not qids:
+            return
+        pipe = self.r.pipeline()
+        for qid in qids:
+            pipe.zadd(self._key(sid, f":lease:{qid}"), {holder: float("inf")})
+            pipe.expire(self._key(sid, f":lease:{qid}"), self.settings.job_ttl)
+        pipe.execute()
+
+    def release(self, sid, qids, holder):
+        """Let go of the questions :meth:`hold` kept for ``holder`` (a later pass may withdraw them)."""
+        if not qids:
+            return
+        pipe = self.r.pipeline()
+        for qid in qids:
+            pipe.zrem(self._key(sid, f":lease:{qid}"), holder)
+        pipe.execute()
 
     def question(self, sid, qid):
         raw = self.r.hget(self._key(sid, ":questions"), qid)

@@ -22,9 +22,10 @@ from clustering._urasc import URASC
 
 from . import liveness
 from .celery_app import app
-from .crowd import aggregate, disagree, fit_crowdkit, fit_dawid_skene, worker_reliability
+from .annotator_store import AnnotatorStore
+from .crowd import aggregate, disagree, fit_crowdkit, fit_dawid_skene, gold_flags, with_gold, worker_reliability
 from .integrations.tasks import after_pass as integrations_after_pass
-from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore
+from .session_store import DEFAULT_LEASE_SECONDS, PassSuperseded, SessionStore, worker_quality_of
 from .submit import send_pass
 from .records import problem, utcnow_iso
 from .tasks import (REDIS_DOWN, _label_codes, deliver_session_webhook, get_store, result_map, through_outage,
@@ -348,12 +349,16 @@ def update_once(store, ss, sid, token=None):
     deltas["conflicts"] += len(seed_conflicts)
     reports += [("conflicts", c) for c in seed_conflicts]
     answers = ss.all_answers(sid, rec)
-    dawid_skene = fit_dawid_skene(answers)  # also estimates each worker's accuracy under "majority"
+    quality = worker_quality_of(rec)
+    flags = gold_flags(AnnotatorStore(store).stats(sid), quality)
+    excluded = {w for w, g in flags.items() if g["flagged"]} if quality["exclude_flagged"] else set()
+    counted = [(qid, a) for qid, a in answers if a.get("worker_id") not in excluded] if excluded else answers
+    dawid_skene = fit_dawid_skene(counted)  # also estimates each worker's accuracy under "majority"
     if ready:
         method = rec.get("aggregation", "one_coin")
-        model = dawid_skene if method == "one_coin" else fit_crowdkit(answers, method, rec["random_state"]) \
+        model = dawid_skene if method == "one_coin" else fit_crowdkit(counted, method, rec["random_state"]) \
             if method in CROWDKIT_MODELS else None
-        agg = aggregate(answers, ready, model)
+        agg = aggregate(counted, ready, model)
         closing = [q for q in ss.questions(sid, ready) if q is not None]
         told = [_told(q, agg[q["question_id"]][0]) for q in closing]
         outcomes = est.tell(told)
@@ -389,7 +394,9 @@ def update_once(store, ss, sid, token=None):
     # counters in one transaction (a pass killed before it is redone from the state before).
     ss.commit_pass(sid, est.get_state(), closing, dict(deltas), reports, token=token)
     labels = np.asarray(est.labels_, dtype=np.int64)
-    model = _model(sid, revision, est, labels, labels_true, closed, worker_reliability(answers, dawid_skene), used)
+    workers = with_gold(worker_reliability(answers, dawid_skene), flags, excluded)
+    model = _model(sid, revision, est, labels, labels_true, closed, workers, used)
+    model["excluded_answers"] = len(answers) - len(counted)
     ss.save_model(sid, model)
     ss.record_pass(sid, revision, pass_stats(model, len(answers), started))
     if ss.get_projection(sid) is None:  # the rows do not change: mapped once

@@ -1,5 +1,7 @@
 """Session creation: question type, strategy and parameters are checked before anything is stored."""
 
+import time
+
 import pytest
 
 PROBLEM = "application/problem+json"
@@ -346,3 +348,25 @@ def test_a_completed_session_keeps_its_item_ids_after_its_dataset_is_deleted(cli
     assert question["item_ids"] == ["a", "c"]
     assert client.delete(f"/v1/sessions/{sid}").status_code == 204
     assert list(store.r.scan_iter(match=ss._key(sid, "*"))) == []  # the copy goes with the session
+
+
+def test_a_held_question_stays_open_until_answered_and_counts_against_the_budget(client, store, blobs_dataset):
+    """A platform's task holds its question (SessionStore.hold): passes do not withdraw it, the budget counts it."""
+    from workers.session_store import SessionStore
+
+    ss = SessionStore(store)
+    sid = client.post("/v1/sessions", json={"dataset_id": blobs_dataset[0], "budget": 2}).json["id"]
+    ss.replace_pool(sid, [{"question_id": q, "type": "pairwise", "items": [0, k + 1]}
+                          for k, q in enumerate(["q1", "q2", "q3"])], 0)
+    assert [q["question_id"] for q in ss.lease(sid, 2, "integration:int_1", lease_seconds=1)] == ["q1", "q2"]
+    ss.hold(sid, ["q1", "q2"], "integration:int_1")
+    time.sleep(1.1)  # past the lease: only the hold keeps them
+    # two questions in flight use the budget of 2: nothing more is handed out
+    assert ss.lease(sid, 5, "w1", answers_per_question=1, lease_seconds=1) == []
+    docs = ss.replace_pool(sid, [{"question_id": "q4", "type": "pairwise", "items": [1, 2]}], 1, lease_seconds=1)
+    assert docs["q1"]["status"] == docs["q2"]["status"] == "open" and docs["q3"]["status"] == "withdrawn"
+    ss.release(sid, ["q2"], "integration:int_1")
+    docs = ss.replace_pool(sid, [{"question_id": "q4", "type": "pairwise", "items": [1, 2]}], 2, lease_seconds=1)
+    assert docs["q1"]["status"] == "open" and docs["q2"]["status"] == "withdrawn"
+    docs = ss.replace_pool(sid, [], 3, lease_seconds=1, final=True)  # the completing pass withdraws it too
+    assert docs["q1"]["status"] == "withdrawn"

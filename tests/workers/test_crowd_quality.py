@@ -44,3 +44,19 @@ def test_crowdkit_models_aggregate_a_session(model):
 def test_an_unknown_model_is_refused():
     with pytest.raises(ValueError, match="dawid_skene"):
         crowdkit_aggregate(["q"], ["w"], ["must_link"], "wawa")
+
+
+def test_gold_flags_follow_the_session_thresholds():
+    from workers.crowd import gold_flags, with_gold
+
+    stats = {"good": {"gold_answered": 6, "gold_correct": 6}, "bad": {"gold_answered": 6, "gold_correct": 3},
+             "new": {"gold_answered": 2, "gold_correct": 0}, "none": {"gold_answered": 0, "gold_correct": 0}}
+    flags = gold_flags(stats, {"min_gold_accuracy": 0.7, "min_gold_answered": 5, "exclude_flagged": True})
+    assert flags == {"good": {"gold_answered": 6, "gold_accuracy": 1.0, "flagged": False},
+                     "bad": {"gold_answered": 6, "gold_accuracy": 0.5, "flagged": True},
+                     "new": {"gold_answered": 2, "gold_accuracy": 0.0, "flagged": False}}  # too little evidence
+    assert gold_flags(stats, {"min_gold_accuracy": 0.4, "min_gold_answered": 2})["new"]["flagged"]
+    rows = with_gold([{"worker_id": "bad"}, {"worker_id": "api"}], flags, {"bad"})
+    assert rows == [{"worker_id": "bad", "gold_answered": 6, "gold_accuracy": 0.5, "flagged": True, "excluded": True},
+                    {"worker_id": "api", "gold_answered": 0, "gold_accuracy": None, "flagged": False,
+                     "excluded": False}]

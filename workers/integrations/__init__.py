@@ -7,6 +7,12 @@ Redis layout (under the session, so a session's delete takes them along):
 - ``shoal:session:{sid}:integration:{iid}:pushed`` set: question ids sent as tasks
 - ``shoal:session:{sid}:integration:{iid}:tasks`` hash: question id -> the platform's task id
 - ``shoal:session:{sid}:integration:{iid}:changed`` list: annotations edited after their answer was recorded
+- ``shoal:session:{sid}:integration:{iid}:annotated:{task id}`` set: the annotation ids a task got
+- ``shoal:session:{sid}:integration:{iid}:resent`` hash: question id -> times sent again as a new task
+
+A question sent as a task is held open for the integration (its holder id
+:func:`holder` in the question's lease set, :meth:`workers.session_store.SessionStore.hold`)
+until it gets its answers: a pass does not withdraw it under the platform's annotators.
 
 A platform token is kept encrypted (Fernet, key ``SHOAL_INTEGRATION_KEY``) or
 named by an environment variable ``SHOAL_INTEGRATION_TOKEN_*`` that the
@@ -31,6 +37,11 @@ PLATFORMS = ("label_studio",)
 #: Record fields a view may show (the encrypted token and the webhook secret never).
 PUBLIC_FIELDS = ("id", "session_id", "platform", "url", "project_id", "batch_size", "token_source", "webhook_url",
                  "created_at")
+
+
+def holder(rec):
+    """The id under which integration ``rec`` holds the questions it sent (in their lease sets)."""
+    return f"integration:{rec['id']}"
 
 
 class IntegrationError(Exception):
@@ -107,8 +118,14 @@ class IntegrationStore:
         pipe = self.r.pipeline()
         pipe.hdel(self._key(sid, ":integrations"), iid)
         pipe.delete(f"{PREFIX}integration:{iid}", self._key(sid, f":integration:{iid}:pushed"),
-                    self._key(sid, f":integration:{iid}:changed"), self._key(sid, f":integration:{iid}:tasks"))
-        return bool(pipe.execute()[0])
+                    self._key(sid, f":integration:{iid}:changed"), self._key(sid, f":integration:{iid}:tasks"),
+                    self._key(sid, f":integration:{iid}:resent"))
+        done = bool(pipe.execute()[0])
+        literal = "".join("\\" + c if c in "*?[]\\" else c for c in f"{sid}:integration:{iid}")
+        keys = list(self.r.scan_iter(match=f"{PREFIX}session:{literal}:annotated:*", count=1000))
+        if keys:
+            self.r.delete(*keys)
+        return done
 
     def mark_pushed(self, rec, qids):
         """Add ``qids`` to the questions sent; returns those not sent before (in the order given)."""
@@ -140,6 +157,45 @@ class IntegrationStore:
         pipe.hmget(key, list(qids))
         pipe.hdel(key, *qids)
         return [int(t) if t is not None else None for t in pipe.execute()[0]]
+
+    def task_ids(self, rec, qids):
+        """The platform's task id (the latest sent) of each of ``qids``, None where unknown."""
+        if not qids:
+            return []
+        raw = self.r.hmget(self._key(rec["session_id"], f":integration:{rec['id']}:tasks"), list(qids))
+        return [int(t) if t is not None else None for t in raw]
+
+    def add_annotation(self, rec, task_id, annotation_id):
+        """Note that task ``task_id`` got annotation ``annotation_id``; returns how many distinct ones it has."""
+        key = self._key(rec["session_id"], f":integration:{rec['id']}:annotated:{int(task_id)}")
+        pipe = self.r.pipeline()
+        pipe.sadd(key, str(annotation_id))
+        pipe.scard(key)
+        pipe.expire(key, self.settings.job_ttl)
+        return int(pipe.execute()[1])
+
+    def annotation_counts(self, rec, task_ids):
+        """How many distinct annotations each task of ``task_ids`` got (0 for None)."""
+        pipe = self.r.pipeline()
+        for t in task_ids:
+            pipe.scard(self._key(rec["session_id"], f":integration:{rec['id']}:annotated:{int(t or 0)}"))
+        return [int(n) if t is not None else 0 for t, n in zip(task_ids, pipe.execute())] if task_ids else []
+
+    def count_resent(self, rec, qids):
+        """Count one more sending again of each of ``qids``; returns the new counts."""
+        key = self._key(rec["session_id"], f":integration:{rec['id']}:resent")
+        pipe = self.r.pipeline()
+        for q in qids:
+            pipe.hincrby(key, q, 1)
+        pipe.expire(key, self.settings.job_ttl)
+        return pipe.execute()[:-1] if qids else []
+
+    def resent(self, rec, qids):
+        """How many times each of ``qids`` was sent again (0 if never)."""
+        if not qids:
+            return []
+        raw = self.r.hmget(self._key(rec["session_id"], f":integration:{rec['id']}:resent"), list(qids))
+        return [int(x or 0) for x in raw]
 
     def pushed_count(self, rec):
         return self.r.scard(self._key(rec["session_id"], f":integration:{rec['id']}:pushed"))

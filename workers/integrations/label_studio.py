@@ -1,9 +1,10 @@
 """Label Studio connector: a project per session, leased questions as tasks, annotations as answers.
 
 Uses the official ``label-studio-sdk`` (2.x, ``LabelStudio`` client). Label
-Studio decides which annotator gets a task, so the connector leases without
-``worker_id`` and sets the project's ``maximum_annotations`` to the session's
-``answers_per_question``; each annotation's ``completed_by`` becomes the
+Studio decides which annotator gets a task, so the connector leases questions
+under its own holder id (:func:`workers.integrations.holder`), holds them open
+until they are answered, and sets the project's ``maximum_annotations`` to the
+session's ``answers_per_question``; each annotation's ``completed_by`` becomes the
 ``worker_id`` (``ls-<user id>``) and its ``id`` the ``assignment_id``
 (``ls-<project>-<annotation id>``), so a webhook delivered twice records one
 answer. Label Studio signs no webhook: the connector registers its webhook
@@ -17,7 +18,7 @@ from xml.sax.saxutils import quoteattr
 import numpy as np
 
 from ..session_store import OPEN_STATES, SessionStore
-from . import IntegrationError, IntegrationStore, platform_token
+from . import IntegrationError, IntegrationStore, holder, platform_token
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +141,17 @@ def task_of(session, question, content):
 
 
 def push_batch(store, sid, integ):
-    """Send the session's open questions not sent yet as tasks of the integration's project.
+    """Keep the integration's project supplied with the session's questions.
+
+    At most ``batch_size`` of the questions sent are open at a time: new ones
+    are leased (in the pool's order, within the budget) only as those close,
+    and each is held open for the integration until it gets its answers
+    (:meth:`workers.session_store.SessionStore.hold`), so a pass never
+    withdraws a question whose task annotators may be working on. A question
+    still open whose task got ``answers_per_question`` annotations (Label
+    Studio's ``maximum_annotations``: it hands the task to nobody else) goes
+    out again as a new task, at most ``answers_per_question`` times: its votes
+    tied and it waits for a tie-breaker, or an annotation did not reach Shoal.
 
     Parameters
     ----------
@@ -152,28 +163,37 @@ def push_batch(store, sid, integ):
     Returns
     -------
     int
-        Tasks created (0 when the session is not open or every open question was sent).
+        Tasks created (0 when the session is not open or nothing is to be sent).
 
     Raises
     ------
     IntegrationError
-        Label Studio refused the tasks (they are sent again after the next pass).
+        Label Studio refused the tasks (they are sent again by the next push).
     """
     ss, integrations = SessionStore(store), IntegrationStore(store)
     session = ss.get(sid)
     if session is None or session["state"] not in OPEN_STATES or not integ.get("project_id"):
         return 0
-    if session.get("budget_committed", session["budget_used"]) >= session["budget"]:
+    apq, who = session["answers_per_question"], holder(integ)
+    pushed = sorted(integrations.pushed(integ))
+    docs = dict(zip(pushed, ss.questions(sid, pushed)))
+    waiting = [q for q in pushed if docs[q] is not None and docs[q]["status"] == "open"]
+    withdrawn = [q for q in pushed if docs[q] is not None and docs[q]["status"] == "withdrawn"]
+    tids = integrations.task_ids(integ, waiting)
+    again = [q for q, t, n, k in zip(waiting, tids, integrations.annotation_counts(integ, tids),
+                                     integrations.resent(integ, waiting)) if t is not None and n >= apq and k < apq]
+    room = max(0, int(integ.get("batch_size", 20)) - len(waiting))
+    fresh = []
+    if room and session.get("budget_committed", session["budget_used"]) < session["budget"]:
+        leased = ss.lease(sid, room, who, answers_per_question=apq, lease_seconds=session.get("lease_seconds"))
+        ss.hold(sid, [q["question_id"] for q in leased], who)
+        new = set(integrations.mark_pushed(integ, [q["question_id"] for q in leased]))
+        fresh = [q for q in leased if q["question_id"] in new]
+    if not (again or fresh or withdrawn):
         return 0
-    questions = ss.lease(sid, int(session["params"].get("pool_size", 20)), None,
-                         answers_per_question=session["answers_per_question"],
-                         lease_seconds=session.get("lease_seconds"))
-    token = platform_token(store.settings, integ)
-    ls = client(integ["url"], token)
-    _take_back_withdrawn(ss, integrations, ls, sid, integ, {q["question_id"] for q in questions})
-    new = set(integrations.mark_pushed(integ, [q["question_id"] for q in questions]))
-    batch = [q for q in questions if q["question_id"] in new][:integ.get("batch_size", 20)]
-    integrations.unmark_pushed(integ, [q for q in new if q not in {b["question_id"] for b in batch}])
+    ls = client(integ["url"], platform_token(store.settings, integ))
+    _take_back_withdrawn(ss, integrations, ls, sid, integ, withdrawn)
+    batch = [docs[q] for q in again] + fresh
     if not batch:
         return 0
     content = _item_content(store, session, sorted({r for q in batch for r in q["items"]}))
@@ -181,30 +201,30 @@ def push_batch(store, sid, integ):
         done = ls.projects.import_tasks(id=integ["project_id"], request=[task_of(session, q, content) for q in batch],
                                         return_task_ids=True)
     except Exception as exc:  # noqa: BLE001
-        integrations.unmark_pushed(integ, [q["question_id"] for q in batch])
+        integrations.unmark_pushed(integ, [q["question_id"] for q in fresh])
+        ss.release(sid, [q["question_id"] for q in fresh], who)
         raise IntegrationError(f"Label Studio at {integ['url']}: {type(exc).__name__}: {exc}") from exc
     ids = list(getattr(done, "task_ids", None) or [])
-    if len(ids) == len(batch):  # the task of each question (for a reviewer; the events carry the question id)
+    if len(ids) == len(batch):  # the latest task of each question: its annotations are counted against it
         integrations.set_task_ids(integ, {q["question_id"]: t for q, t in zip(batch, ids)})
+    else:
+        log.warning("session %s: Label Studio returned %d task ids for %d tasks", sid, len(ids), len(batch))
+    integrations.count_resent(integ, again)
     return len(batch)
 
 
-def _take_back_withdrawn(ss, integrations, ls, sid, integ, open_ids):
-    """Take back the tasks of questions the session withdrew: forget them as sent (a question
-    suggested again goes out as a new task) and delete those nobody annotated yet.
+def _take_back_withdrawn(ss, integrations, ls, sid, integ, withdrawn):
+    """Take back the tasks of questions the session withdrew: forget them as sent and held (a
+    question suggested again goes out as a new task) and delete those nobody annotated yet.
 
-    Annotations on a withdrawn question would come back ``late``. A task with
-    annotations stays (they are counted as they arrive); an annotator who
-    submits while its task is deleted gets an error from Label Studio.
+    Held questions are withdrawn only by the pass that completes the session
+    (after which nothing is sent); annotations on a withdrawn question come
+    back ``late``. A task with annotations stays.
     """
-    gone = sorted(integrations.pushed(integ) - open_ids)
-    if not gone:
-        return
-    docs = ss.questions(sid, gone)
-    withdrawn = [q for q, d in zip(gone, docs) if d is not None and d.get("status") == "withdrawn"]
     if not withdrawn:
         return
     integrations.unmark_pushed(integ, withdrawn)
+    ss.release(sid, withdrawn, holder(integ))
     for task_id in integrations.pop_task_ids(integ, withdrawn):
         if task_id is None:
             continue
