@@ -13,12 +13,33 @@ import numpy as np
 from ..exceptions import InfeasibleConstraintsError, InvalidInputError
 from ._scoring import UnitCounts, bootstrap_weights, resampled_ba
 
-__all__ = ["Race", "CandidateFailed"]
+__all__ = ["Race", "CandidateFailed", "budget_seconds"]
 
 #: What a failing fold fit may raise without ending the search (anything else, such as a cancel
 #: or a time limit, propagates).
 FIT_FAILURES = (InfeasibleConstraintsError, InvalidInputError, ValueError, ArithmeticError,
                 np.linalg.LinAlgError, MemoryError)
+
+
+def budget_seconds(est, unit_seconds, floor=0.0):
+    """The search's budget in CPU seconds, search and refit together.
+
+    Parameters
+    ----------
+    est : AutoClustering
+        Its ``budget_factor`` and ``max_seconds``.
+    unit_seconds : float
+        CPU seconds of the fit the budget is a multiple of (the default
+        ``cop_rf`` job's for pairwise constraints, spec §2.3).
+    floor : float, default=0
+        Least budget in seconds (before the ``max_seconds`` cap).
+
+    Returns
+    -------
+    float
+    """
+    b = max(float(floor), float(est.budget_factor) * float(unit_seconds))
+    return b if est.max_seconds is None else min(b, float(est.max_seconds))
 
 
 class CandidateFailed(Exception):
@@ -119,6 +140,10 @@ class Race:
                 alive = self._promote(alive, r)
                 if self.stopped_by_race or len(alive) < 2:
                     break
+                alive = self._fit_to_budget(alive, tasks, r)
+                if alive is None:  # not even two survivors fit: end at the last complete rung
+                    self.budget_exhausted = True
+                    return [i for i, s in self.status.items() if s == "finalist"]
             saved = {i: (self.counts[i].sat.copy(), self.counts[i].tot.copy(), self.counts[i].n_scored,
                          self.tasks_done[i]) for i in alive}
             done = []
@@ -127,12 +152,10 @@ class Race:
                 ok = self._run_candidate(cid, tasks, r)
                 if ok is None:
                     self.budget_exhausted = True
-                    if r == 0:  # those that completed rung 0 go on to the choice; the rest were never scored
-                        for i in alive:
-                            if i not in done and self.status[i] == "finalist":
-                                self.status[i], self.reason[i] = "pruned_rung_0", "budget"
-                                self._restore(i, saved[i])
-                        return done
+                    if r == 0:  # a setting whose fits or refit do not fit leaves; cheaper ones still run
+                        self.status[cid], self.reason[cid] = "pruned_rung_0", "budget"
+                        self._restore(cid, saved[cid])
+                        continue
                     for i in alive:
                         self._restore(i, saved[i])
                     return [i for i in alive if self.status[i] == "finalist"]
@@ -140,6 +163,25 @@ class Race:
                     done.append(cid)
             alive = done
         return alive
+
+    def _fit_to_budget(self, alive, tasks, r):
+        """Survivors whose rung and the dearest refit among them fit in the budget, dropping the lowest BA.
+
+        Returns None when two survivors do not fit (the rung is not started,
+        so no fit is spent on scores that would be undone).
+        """
+        _, tab = self.table(alive)
+        keep = sorted(alive, key=lambda i: (-tab[i]["ba"], self.rank[i]))
+
+        def cost(ids):
+            return (self.elapsed() + sum(self.predicted(i) for i in ids) * len(tasks)
+                    + max(self.refit_seconds(self.candidates[i]) for i in ids))
+
+        while len(keep) > 2 and cost(keep) > self.budget():
+            i = keep.pop()
+            self.status[i], self.reason[i] = f"pruned_rung_{r - 1}", "budget: the next rung would not fit"
+            self.budget_exhausted = True
+        return keep if cost(keep) <= self.budget() else None
 
     def _restore(self, cid, saved):
         sat, tot, n_scored, n_done = saved

@@ -21,7 +21,7 @@ from .._constraints import check_triplet_constraints
 from .._metrics import violated_triplet_answers
 from ..validation import check_n_clusters
 from ._candidates import Candidate, eigengaps, prior_rank
-from ._race import FIT_FAILURES, CandidateFailed, Race
+from ._race import FIT_FAILURES, CandidateFailed, Race, budget_seconds
 
 __all__ = ["relative_candidates", "rc3_satisfied", "fit_relative", "RELATIVE_PRIOR"]
 
@@ -44,6 +44,9 @@ def relative_candidates():
         [Candidate(f"recon-{c}", "recon", "recon", {"cut": c}, _recon, (1.0, 2.0)) for c in ("constraint_guided",
                                                                                                "height")]
 
+
+#: Least budget of the relative search in CPU seconds: DCRC's and ReCon's predicted times are rough.
+RELATIVE_FLOOR = 10.0
 
 #: DCRC's default first: its paper tunes by held-out triplets (dcrc.md §4.5).
 RELATIVE_PRIOR = ("dcrc-0.05", "recon-constraint_guided", "dcrc-0.2", "recon-height")
@@ -101,9 +104,7 @@ def fit_relative(est, X, triplets, triplet_answer):
     for c in cands:
         c.search_predicted = c.predicted_seconds(n)
     t_ref = max(c.predicted_seconds(n) for c in cands)
-    budget = max(10.0, float(est.budget_factor) * t_ref)
-    if est.max_seconds is not None:
-        budget = min(budget, float(est.max_seconds))
+    budget = budget_seconds(est, t_ref, floor=RELATIVE_FLOOR)
     folds = []
     if not thin:
         for rep in range(int(est.max_repeats)):

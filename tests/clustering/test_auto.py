@@ -151,10 +151,12 @@ def test_t3_fold_fits_never_receive_the_constraints_they_are_scored_on(monkeypat
 
     monkeypatch.setattr(est_mod, "satisfied", spy)
     _Recorder.seen = []
-    AutoClustering(2, candidates=[_recorder_candidate(), _recorder_candidate("rec2")], random_state=0).fit(
+    m = AutoClustering(2, candidates=[_recorder_candidate(), _recorder_candidate("rec2")], random_state=0).fit(
         X, pairs=pairs, pair_kind=kind)
     fold_fits = _Recorder.seen[:-1]  # the last fit is the refit on all
-    assert len(fold_fits) == len(scored) == 2 * 10  # 5 folds x 2 repeats, two candidates
+    folds = m.auto_["folds"]
+    assert folds["n_folds"] == (3 if folds["n_constraints"] < 60 else 5)  # fewer folds for few constraints
+    assert len(fold_fits) == len(scored) == 2 * folds["n_folds"] * 2  # folds x 2 repeats, two candidates
     for train, test in zip(fold_fits, scored):
         assert not (train & test)
     assert len(_Recorder.seen[-1]) == len({tuple(sorted(p)) for p in pairs.tolist()})
