@@ -388,15 +388,10 @@ class AutoClustering(ClusterMixin, BaseEstimator):
                    status[i] != "ineligible" else dict(c.params), "status": status.get(i, "finalist"),
                    "reason": reasons.get(i), "folds_scored": race.tasks_done.get(i, 0),
                    "seconds": round(race.seconds.get(i, 0.0), 4)}
-            if race.counts.get(i) is not None and race.tasks_done.get(i, 0) > 0:
+            row.update(race.scores(i, table))
+            if "ba" in row:
                 ml, cl, acc, fm = race.counts[i].rates()
-                info = table.get(i)
-                if info is None:
-                    b = resampled_ba(race.counts[i], race.boot, race.kinds)
-                    info = {"ba": race.ba(i), "ba_se": float(np.std(b)), "diff_to_best": None, "diff_se": None}
-                row.update(info)
-                row.update({"f_measure": fm, "ml_rate": ml, "cl_rate": cl, "accuracy": acc,
-                            "n_scored": race.counts[i].n_scored})
+                row.update({"f_measure": fm, "ml_rate": ml, "cl_rate": cl, "accuracy": acc})
             rows.append(row)
         viol = None
         if chosen in table:

@@ -123,6 +123,30 @@ class Race:
                       "diff_se": float(np.std(d))}
         return best, out
 
+    def scores(self, cid, table):
+        """One candidate's scores for the report (empty when it scored no fold).
+
+        Parameters
+        ----------
+        cid : str
+        table : dict
+            :meth:`table` of the finalists (their BA, SE and paired differences).
+
+        Returns
+        -------
+        dict
+            ``ba``, ``ba_se`` (bootstrap over units), ``diff_to_best``,
+            ``diff_se`` (None for a candidate outside the table) and
+            ``n_scored``.
+        """
+        if not self.tasks_done.get(cid):
+            return {}
+        info = table.get(cid)
+        if info is None:
+            info = {"ba": self.ba(cid), "ba_se": float(np.std(self.resampled(cid))), "diff_to_best": None,
+                    "diff_se": None}
+        return {**info, "n_scored": self.counts[cid].n_scored}
+
     # -- the race
 
     def run(self):

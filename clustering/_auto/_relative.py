@@ -74,7 +74,7 @@ def rc3_satisfied(labels, triplets, answer):
 
 def fit_relative(est, X, triplets, triplet_answer):
     """Search among the relative candidates for ``AutoClustering.fit`` (fills its fitted attributes)."""
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     n = X.shape[0]
     tc = check_triplet_constraints(triplets, triplet_answer, n)
     trip = np.asarray(tc.triplets, dtype=np.int64)
@@ -144,13 +144,13 @@ def fit_relative(est, X, triplets, triplet_answer):
     search_s = race.elapsed()
     cand = {c.id: c for c in cands}[chosen]
     est._progress(f"refit: {chosen}", 0.9)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     best = cand.build(K, rs, {}, search=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         best.fit(X, triplets=trip, triplet_answer=ans)
-    refit_s = time.perf_counter() - t1
-    total = time.perf_counter() - t_start
+    refit_s, refit_cpu = time.perf_counter() - t1, time.process_time() - c1
+    total, total_cpu = time.perf_counter() - t_start, time.process_time() - c_start
     est.best_estimator_, est.best_method_ = best, cand.method
     est.labels_ = np.asarray(best.labels_, dtype=np.int64)
     est.n_clusters_ = int(getattr(best, "n_clusters_", K))
@@ -159,9 +159,7 @@ def fit_relative(est, X, triplets, triplet_answer):
         row = {"id": c.id, "method": c.method, "params": dict(c.params), "status": race.status[c.id],
                "reason": race.reason.get(c.id), "folds_scored": race.tasks_done[c.id],
                "seconds": round(race.seconds[c.id], 4)}
-        if race.tasks_done[c.id]:
-            row.update(table.get(c.id) or {"ba": race.ba(c.id)})
-            row["n_scored"] = race.counts[c.id].n_scored
+        row.update(race.scores(c.id, table))
         rows.append(row)
     est.auto_ = {
         "chosen": {"id": chosen, "method": cand.method, "preset": None, "params": dict(cand.params),
@@ -170,8 +168,9 @@ def fit_relative(est, X, triplets, triplet_answer):
         "folds": {"n_folds": F if folds else 0, "repeats": len(folds), "units": n_units,
                   "n_constraints": int(len(trip)), "scored_by_kind": {"triplets": int(answered.sum())},
                   "dropped_closure": 0, "dropped_parity": 0},
-        "timing": {"total_s": total, "search_s": search_s, "refit_s": refit_s, "budget_s": budget, "t_ref_s": t_ref,
-                   "ratio_to_t_ref": total / t_ref, "budget_exhausted": bool(race.budget_exhausted)},
+        "timing": {"total_s": total, "cpu_s": total_cpu, "search_s": search_s, "refit_s": refit_s,
+                   "refit_cpu_s": refit_cpu, "budget_s": budget, "t_ref_s": t_ref, "ratio_to_t_ref": total_cpu / t_ref,
+                   "t_default_s": None, "ratio_to_default": None, "budget_exhausted": bool(race.budget_exhausted)},
         "noise": {"contradictions": 0, "winner_violation_rate": None},
         "warnings": warns,
     }
