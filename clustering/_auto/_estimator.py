@@ -270,8 +270,8 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             c.search_predicted = c.predicted_seconds(n) * c.search_ratio
 
         def full_fit_seconds(c):
-            """Predicted CPU seconds of a full fit, from the first measured fold fit once there is one."""
-            measured = race.first_fit.get(c.id) if race is not None else None
+            """Predicted CPU seconds of a full fit, from the fastest measured fold fit once there is one."""
+            measured = race.fastest_fit.get(c.id) if race is not None else None
             return c.predicted_seconds(n) if measured is None else measured / c.search_ratio
 
         def t_ref_now():
