@@ -18,19 +18,23 @@ Usage::
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
 import warnings
 from pathlib import Path
 
-import numpy as np
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # one thread, as a worker runs
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402 - after the thread settings
 from sklearn.metrics import adjusted_rand_score
 
-from bench.datasets import load, random_pairs
-from bench.passive import COUNTS, auc, noisy_kinds
-from clustering._auto import AutoClustering, default_candidates
-from clustering._auto._candidates import ccskl_r
+from bench.datasets import load, random_pairs  # noqa: E402
+from bench.passive import COUNTS, auc, noisy_kinds  # noqa: E402
+from clustering._auto import AutoClustering, default_candidates  # noqa: E402
+from clustering._auto._candidates import ccskl_r  # noqa: E402
 
 #: Best open-source peer per dataset, clean / 15% flipped (shared/anchors.md).
 PEERS = {"iris": (3.66, 2.51), "wine": (3.62, 3.59), "ionosphere": (1.69, 1.11), "wdbc": (2.86, 2.71),
@@ -89,7 +93,7 @@ def run_trial(dataset, trial, noises, alone, prior):
             recs.append(dict(method="auto", noise=noise, count=c, trial=trial,
                              ari=float(adjusted_rand_score(y, est.labels_)), cpu=cpu, wall=wall,
                              chosen=a["chosen"]["id"], rule=a["rule"], t_ref=a["timing"]["t_ref_s"],
-                             budget=a["timing"]["budget_s"], exhausted=a["timing"]["budget_exhausted"],
+                             t_default=a["timing"]["t_default_s"], budget=a["timing"]["budget_s"], exhausted=a["timing"]["budget_exhausted"],
                              warnings=[w["code"] for w in a["warnings"]]))
             for cand in (default_candidates() if alone else [c_ for c_ in default_candidates() if c_.id == "rf-def"]):
                 def fit(cand=cand):
@@ -190,7 +194,7 @@ def main(argv=None):
         doc["protocol"] = {"counts": list(COUNTS), "trials": args.trials, "first_trial": args.first_trial,
                            "noise": noises, "alone": not args.no_alone, "argv": sys.argv[1:],
                            "prior": "bench/results/passive.json rows of the other P1 datasets",
-                           "machine": platform.platform(), "load_1min": __import__("os").getloadavg()[0]}
+                           "machine": platform.platform(), "load_1min": os.getloadavg()[0]}
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps(doc, indent=1) + "\n")
         print(json.dumps(row), flush=True)

@@ -299,14 +299,20 @@ FILES = {
     "scale_limits_large.json": ("spectral_learning from 250 000 to 1 000 000 rows of 128 columns, 2000 constraints",
                                 "python -m bench.scale_limits --methods spectral_learning --n 250000 500000 1000000 "
                                 "--d 128 --constraints 2000 --out bench/results/scale_limits_large.json"),
-    "auto_iris_t2.json": ("method auto on the passive protocol, iris, 2 trials, against the default cop_rf job",
-                          "python -m bench.auto --datasets iris --trials 2 --no-alone "
-                          "--out bench/results/auto_iris_t2.json"),
-    "auto_wine_t1.json": ("the same on wine, 1 trial", "python -m bench.auto --datasets wine --trials 1 --no-alone "
+    "auto_iris_t2.json": ("method auto on the passive protocol, iris, 2 trials, against every candidate setting alone "
+                          "and the default cop_rf job (time)",
+                          "python -m bench.auto --datasets iris --trials 2 --out bench/results/auto_iris_t2.json"),
+    "auto_wine_t1.json": ("the same on wine, 1 trial", "python -m bench.auto --datasets wine --trials 1 "
                           "--out bench/results/auto_wine_t1.json"),
-    "auto_ionosphere_t1.json": ("the same on ionosphere, 1 trial",
+    "auto_ionosphere_t1.json": ("the same on ionosphere, 1 trial, auto and the default cop_rf job only",
                                 "python -m bench.auto --datasets ionosphere --trials 1 --no-alone "
                                 "--out bench/results/auto_ionosphere_t1.json"),
+    "auto_wdbc_t1.json": ("the same on wdbc, 1 trial, auto and the default cop_rf job only",
+                          "python -m bench.auto --datasets wdbc --trials 1 --no-alone "
+                          "--out bench/results/auto_wdbc_t1.json"),
+    "auto_segment_t1.json": ("the same on segment, 1 trial, auto and the default cop_rf job only",
+                             "python -m bench.auto --datasets segment --trials 1 --no-alone "
+                             "--out bench/results/auto_segment_t1.json"),
     "relative_auto_iris_wine_t2.json": ("relative triplets protocol, auto against DCRC and ReCon, iris and wine",
                                         "python -m bench.relative --datasets iris wine --methods auto_rel recon "
                                         "dcrc_rel --trials 2 --wrong 0 --fractions 1.0 "

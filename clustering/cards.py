@@ -561,9 +561,11 @@ CARDS = {c.id: c for c in [
         estimator="clustering._auto:AutoClustering",
         params={
             "budget_factor": param(5.0, Interval(Real, 1, 20), doc=(
-                "search budget in CPU seconds = max(10, budget_factor x the predicted time of the slowest "
-                "candidate's full fit); the refit comes on top of the search within it")),
-            "n_folds": param(5, Interval(Int, 2, 10), doc="folds over constraint units"),
+                "budget in CPU seconds, search and refit together = budget_factor x the fit time of the default "
+                "cop_rf job on the same data (predicted, then measured; at least 1 s); relative constraints: "
+                "max(10, budget_factor x the slowest candidate's predicted fit)")),
+            "n_folds": param(5, Interval(Int, 2, 10), doc=(
+                "folds over constraint units; at most 3 with fewer than 60 distinct constraints")),
             "max_repeats": param(2, Interval(Int, 1, 3), doc=(
                 "fold assignments; the last rung scores the finalists on the second")),
             "k_min": param(None, Interval(Int, 2, 50), None, doc="with n_clusters null: smallest K tried"),

@@ -57,6 +57,8 @@ class JobSchema(Schema):
     id = fields.String()
     kind = fields.String(validate=validate.OneOf(["fit", "predict"]))
     parent_job_id = fields.String(allow_none=True, metadata={"description": "the fitted job a predict job uses"})
+    session_id = fields.String(allow_none=True, metadata={
+        "description": "the session whose answers this job clusters (POST /v1/sessions/{id}/refit), else null"})
     state = fields.String(validate=validate.OneOf(STATES))
     done = fields.Boolean()
     dataset_id = fields.String()

@@ -4,6 +4,7 @@ from marshmallow import RAISE, Schema, fields, validate
 
 from .constraints import ConstraintsSchema
 from .fields import FiniteFloat, NumberOrChoice, StrictInteger, one_of
+from .jobs import JobCreateSchema
 from .paging import PageArgsSchema
 
 
@@ -106,6 +107,30 @@ class WorkerQualitySchema(Schema):
         "description": "leave flagged workers' answers out of every later pass: out of the aggregation (and "
                        "of the one-coin model's fit) of the questions closed from then on; questions already "
                        "told to the model stay as they were"})
+
+
+_JOB_FIELDS = JobCreateSchema._declared_fields
+
+
+class SessionRefitSchema(Schema):
+    """``POST /v1/sessions/{id}/refit`` body: a job on the session's dataset and answers."""
+
+    class Meta:
+        unknown = RAISE
+
+    method = fields.String(load_default="auto", metadata={
+        "description": "a method id from GET /v1/methods that takes the session's answers (pairwise sessions: "
+                       "must_link / cannot_link; triplet sessions: triplets); auto, the default, chooses the "
+                       "method, its settings (and K) by held-out answers"})
+    n_clusters = StrictInteger(allow_none=True, metadata={
+        "description": "K; absent: the session's n_clusters; null (the session's when it has none) only with "
+                       "method auto, which then chooses K"})
+    params = _JOB_FIELDS["params"]
+    preset = _JOB_FIELDS["preset"]
+    scale = _JOB_FIELDS["scale"]
+    random_state = StrictInteger(validate=validate.Range(min=0, max=2**32 - 1),
+                                 metadata={"description": "absent: the session's random_state"})
+    callback_url = _JOB_FIELDS["callback_url"]
 
 
 class SessionCreateSchema(Schema):

@@ -123,6 +123,9 @@ def record(base):
     rec.call("GET", f"{path}/workers", "/v1/sessions/{session_id}/workers")
     rec.call("GET", f"{path}/questions", "/v1/sessions/{session_id}/questions", params={"page_size": 2})
     rec.call("GET", f"{path}/model", "/v1/sessions/{session_id}/model")
+    refit = rec.call("POST", f"{path}/refit", "/v1/sessions/{session_id}/refit",
+                     body={"method": "auto", "random_state": 0})
+    rec.wait(f"/v1/jobs/{refit['id']}", lambda j: j["done"])
     rec.call("GET", "/v1/sessions", params={"page_size": 1})
     rec.call("GET", "/v1/datasets", params={"page_size": 1})
     key = rec.call("POST", "/v1/admin/keys", body={"tenant": "acme", "scopes": ["read", "write"],

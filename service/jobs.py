@@ -195,6 +195,37 @@ def create_job(body):
     """Submit a clustering job; poll the returned ``Location``."""
     store = get_store()
     meta = dataset_or_404(store, body["dataset_id"], "/dataset_id")
+    rec = submit_checked(store, body, meta)
+    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
+    return job_view(rec), 202, headers
+
+
+def submit_checked(store, body, meta, **record):
+    """Check a job's method, parameters and constraints against its dataset, then queue it.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    body : dict
+        A loaded :class:`schemas.jobs.JobCreateSchema` body (``method``,
+        ``n_clusters``, ``params``, ``preset``, ``constraints``,
+        ``on_conflict``, ``scale``, ``random_state``, ``callback_url``).
+    meta : dict
+        The dataset's metadata.
+    **record
+        Further fields of the job record (``session_id``).
+
+    Returns
+    -------
+    dict
+        The QUEUED job's record.
+
+    Raises
+    ------
+    ApiError
+        422 / 413 as ``POST /v1/jobs`` answers them; 429 over a quota; 503
+        when the queue is unreachable.
+    """
     n = meta["n_samples"]
     params = _check_method(body, meta)
     check_callback_url(body.get("callback_url"))
@@ -220,16 +251,14 @@ def create_job(body):
                            f"{'' if relative['minimal'] else ' (not proven minimal: the search is bounded)'}",
                            errors=_relative_conflict_errors(relative["conflicting"]), relative=relative)
     check_quota("max_active_jobs")
-    rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
-                     params=params, preset=body.get("preset"), constraints=checked,
-                     random_state=body["random_state"],
-                     on_conflict=body["on_conflict"],
-                     scale=body["scale"] or CARDS[body["method"]].default_scale,
-                     callback_url=body.get("callback_url"),
-                     n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
-                     n_features=meta["n_features"], owner=tenant())
-    headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
-    return job_view(rec), 202, headers
+    return submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
+                      params=params, preset=body.get("preset"), constraints=checked,
+                      random_state=body["random_state"],
+                      on_conflict=body["on_conflict"],
+                      scale=body["scale"] or CARDS[body["method"]].default_scale,
+                      callback_url=body.get("callback_url"),
+                      n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
+                      n_features=meta["n_features"], owner=tenant(), **record)
 
 
 @blp.route("", methods=["GET"])

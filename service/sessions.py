@@ -8,12 +8,15 @@ import math
 import time
 from datetime import datetime
 
+import numpy as np
+
 from flask import current_app, url_for
 from flask_smorest import Blueprint
 from marshmallow import ValidationError
 
 from clustering.exceptions import InvalidInputError
 from clustering.validation import ACTIVE_MIN_SAMPLES, check_n_clusters, check_urasc_n_clusters
+from schemas.jobs import JobSchema
 from schemas.sessions import (
     DEFAULT_LEASE_SECONDS,
     SESSION_PRESETS,
@@ -28,6 +31,7 @@ from schemas.sessions import (
     SessionCreateSchema,
     SessionListArgsSchema,
     SessionListSchema,
+    SessionRefitSchema,
     SessionSchema,
     TripletParamsSchema,
     URASCParamsSchema,
@@ -43,6 +47,8 @@ from .constraints import validate_constraints
 from .datasets import dataset_or_404
 from .errors import ApiError, check_page_token, pointer_messages, problem_docs
 from .idempotency import idempotent
+from .jobs import job_view, submit_checked
+from .methods import METHODS
 from .presets import params_with_preset
 
 blp = Blueprint("sessions", __name__, url_prefix="/v1/sessions",
@@ -468,3 +474,62 @@ def get_model(session_id):
     model["observed_revision"] = max(model["observed_revision"], rec["observed_revision"])
     model["item_ids"] = ss.item_ids(rec)
     return model
+
+
+#: The constraint kinds a refit of each question type sends to its method.
+_REFIT_KINDS = {"pairwise": "pairwise", "triplet": "triplets"}
+
+
+def _as_parsed(constraints):
+    """Job constraints (JSON lists) in the form :class:`schemas.constraints.ConstraintsSchema` loads; empty
+    lists left out."""
+    out = {k: v for k, v in constraints.items() if v}
+    if "triplets" in out:
+        rows = out["triplets"]
+        out["triplets"] = (np.asarray([r[:3] for r in rows], dtype=np.int64).reshape(-1, 3), [r[3] for r in rows])
+    return out
+
+
+@blp.route("/<string:session_id>/refit", methods=["POST"])
+@idempotent(blp)
+@blp.arguments(SessionRefitSchema)
+@blp.response(202, JobSchema, headers=doc_headers("Location", "Retry-After"))
+@problem_docs(blp, (404, "Unknown session, or its dataset expired"),
+              (409, "No model yet, or the session failed before its first one"),
+              (413, "Too many constraints"),
+              (422, "A method that does not take the session's answers, or invalid parameters or callback_url"),
+              (503, "Queue unavailable"))
+def refit_session(body, session_id):
+    """Cluster the session's dataset afresh with its answers: a job (``method`` auto by default).
+
+    The job takes the session's known constraints and every closed
+    question's aggregated answer as they are now (``dont_know`` left out;
+    answers the session's model refused as conflicts or found implied are
+    in), runs on a worker like any job (poll the ``Location``; its
+    ``session_id`` names the session) and its result, with ``auto``, says
+    which method, settings and K the answers chose and why. The session
+    goes on unchanged.
+    """
+    store = get_store()
+    ss = SessionStore(store)
+    rec = session_or_404(ss, session_id)
+    if ss.get_model(session_id) is None:
+        if rec["state"] == "FAILED":
+            detail = (rec.get("error") or {}).get("detail") or "unknown error"
+            raise ApiError(409, "session_failed", f"the session failed before its first model: {detail}",
+                           state=rec["state"], error=rec.get("error"))
+        raise ApiError(409, "model_not_ready", "the session has no answers closed yet: its first model is still "
+                       "being computed", state=rec["state"], headers=retry_after())
+    kind = _REFIT_KINDS[rec["question_type"]]
+    method = body["method"]
+    if method in METHODS and kind not in METHODS[method]["constraints"]:
+        raise ApiError(422, "unsupported_constraints",
+                       f"method {method!r} does not take the answers of a {rec['question_type']} session "
+                       f"({kind} constraints)", errors={"/method": [f"must take {kind} constraints"]})
+    meta = dataset_or_404(store, rec["dataset_id"])
+    constraints, _ = ss.answered_constraints(session_id, rec)
+    job = {"method": method, "n_clusters": body.get("n_clusters", rec["n_clusters"]), "params": body["params"],
+           "preset": body["preset"], "constraints": _as_parsed(constraints), "on_conflict": "keep", "scale": body["scale"],
+           "random_state": body.get("random_state", rec["random_state"]), "callback_url": body["callback_url"]}
+    out = submit_checked(store, job, meta, session_id=session_id)
+    return job_view(out), 202, {"Location": url_for("jobs.get_job", job_id=out["id"]), **retry_after()}

@@ -723,6 +723,41 @@ class SessionStore:
             pipe.lrange(self._key(sid, f":answers:{qid}"), 0, -1)
         return [[json.loads(a) for a in raw] for raw in pipe.execute()]
 
+    def answered_constraints(self, sid, rec):
+        """The session's known constraints and aggregated answers, as a job's ``constraints``.
+
+        Parameters
+        ----------
+        sid : str
+        rec : dict
+            The session's record (``question_type``, ``seeds``).
+
+        Returns
+        -------
+        constraints : dict
+            Pairwise: ``must_link`` and ``cannot_link`` lists of ``[i, j]``;
+            triplet: ``triplets`` rows ``[a, b, c, "yes" | "no"]``. The seeds
+            first, then every closed question's aggregated answer by question
+            id, whatever the model did with it (an answer URASC refused as a
+            conflict, or found implied, is an answer all the same); ``dont_know``
+            aggregates are left out.
+        n_questions : int
+            Closed questions whose answers are among them.
+        """
+        docs = sorted((q for q in map(json.loads, self.r.hvals(self._key(sid, ":questions")))
+                       if q["status"] == "closed"), key=lambda q: q["question_id"])
+        if rec["question_type"] == "triplet":
+            rows = [list(map(int, s[:3])) + [s[3]] for s in rec.get("seeds") or [] if s[3] in ("yes", "no")]
+            told = [q for q in docs if q.get("aggregated") in ("yes", "no")]
+            return {"triplets": rows + [list(q["items"]) + [q["aggregated"]] for q in told]}, len(told)
+        out = {"must_link": [], "cannot_link": []}
+        for i, j, a in rec.get("seeds") or []:
+            out[a].append([int(i), int(j)])
+        told = [q for q in docs if q.get("aggregated") in out]
+        for q in told:
+            out[q["aggregated"]].append(list(q["items"]))
+        return out, len(told)
+
     def all_answers(self, sid, rec=None):
         """Every recorded answer of the session as (question_id, answer dict), in arrival order.
 

@@ -156,7 +156,7 @@ class Store(DatasetStoreMixin, UploadStoreMixin):
     def create_job(self, *, dataset_id, method, n_clusters, params, constraints, random_state,
                    on_conflict="keep", scale="none", callback_url=None, n_constraints=None, conflicts=None,
                    n_conflicts=None, kind="fit", parent_job_id=None, preset=None, model=None, n_features=None,
-                   owner=None):
+                   owner=None, session_id=None):
         """Create a QUEUED job record; returns the record.
 
         ``constraints`` is a JSON-able dict of index lists; ``conflicts`` the
@@ -170,7 +170,8 @@ class Store(DatasetStoreMixin, UploadStoreMixin):
         deleted before it runs. ``n_features`` (the dataset's columns) stays
         with the record, so that rows to predict can be checked against the
         model after the dataset is deleted. ``owner`` is the tenant that owns
-        the job (:mod:`workers.tenancy`), None without API keys.
+        the job (:mod:`workers.tenancy`), None without API keys. ``session_id``:
+        the session whose answers a refit job clusters (None for other jobs).
         Raises :class:`DatasetGone` when the dataset no longer exists (the
         record is written in :meth:`on_dataset`'s transaction).
         The job is listed as unsent until :meth:`mark_sent`: should the
@@ -193,6 +194,7 @@ class Store(DatasetStoreMixin, UploadStoreMixin):
             "scale": scale,
             "kind": kind,
             "parent_job_id": parent_job_id,
+            "session_id": session_id,
             "callback_url": callback_url,
             "n_constraints": n_constraints or {},
             "n_conflicts": len(conflicts or []) if n_conflicts is None else int(n_conflicts),

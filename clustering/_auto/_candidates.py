@@ -11,10 +11,13 @@ import numpy as np
 
 from ..validation import COP_RF_AUTO_MAX_SAMPLES, COP_RF_MAX_TREE_ROWS, DENSE_AFFINITY_LIMIT
 
-__all__ = ["Candidate", "default_candidates", "DEFAULT_PRIOR", "LARGE_PRIOR", "SEARCH_TREES"]
+__all__ = ["Candidate", "default_candidates", "DEFAULT_ID", "DEFAULT_PRIOR", "LARGE_PRIOR", "SEARCH_TREES"]
 
-#: Trees of a COP-RF candidate's fold fits: an affinity entry's Monte-Carlo error <= 0.5 / sqrt(T) = 0.03.
-SEARCH_TREES = 300
+#: Trees of a COP-RF candidate's fold fits: an affinity entry's Monte-Carlo error <= 0.5 / sqrt(T) = 0.05;
+#: fold fits rank settings, only the refit uses the setting's own ``n_estimators`` (1000 by default).
+SEARCH_TREES = 100
+#: The catalogue's default job (``cop_rf`` with its defaults): the budget is a multiple of its fit.
+DEFAULT_ID = "rf-def"
 #: Rows above which CCSKL at the width r leads the prior (dense COP-RF options are out there).
 LARGE_N = 3000
 E2CP_MAX_SAMPLES = 40000

@@ -6,19 +6,25 @@ import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClusterMixin
+from threadpoolctl import threadpool_limits
 
 from .._constraints import MUST_LINK, check_pairwise
 from .._params import Interval, Options, validate_params
 from ..exceptions import InvalidInputError
 from ..validation import check_data, check_magnitude, check_n_clusters
-from ._candidates import DEFAULT_PRIOR, LARGE_N, LARGE_PRIOR, ccskl_r, default_candidates, eigengaps, prior_rank
+from ._candidates import DEFAULT_ID, DEFAULT_PRIOR, LARGE_N, LARGE_PRIOR, ccskl_r, default_candidates, eigengaps, prior_rank
 from ._folds import assign_folds, constraint_units, fixed_by_training
-from ._race import FIT_FAILURES, CandidateFailed, Race
+from ._race import FIT_FAILURES, CandidateFailed, Race, budget_seconds
 from ._scoring import UnitCounts, balanced_accuracy, bootstrap_weights, resampled_ba, satisfied
 
 __all__ = ["AutoClustering"]
 
 MIN_CONSTRAINTS = 10
+#: Below this many distinct constraints the search uses at most 3 folds: each fold fit costs the same
+#: whatever the count, and 5 folds of 20 constraints test 4 each.
+FEW_CONSTRAINTS = 60
+#: Least budget in CPU seconds: below it fixed costs (folds, bootstrap, imports) would end every search.
+MIN_BUDGET = 1.0
 
 
 def _seed(random_state, *key):
@@ -79,9 +85,14 @@ class AutoClustering(ClusterMixin, BaseEstimator):
         Settings to choose from (objects from
         :func:`clustering._auto.default_candidates` or their ids); None: all.
     budget_factor : float, default=5
-        Budget = max(10 s, budget_factor x predicted time of the slowest
-        candidate's full fit), capped by ``max_seconds``.
+        Budget, search and refit together, in CPU seconds = budget_factor x
+        the time of the default ``cop_rf`` job's fit (``rf-def`` at its
+        catalogue 1000 trees: predicted, then from its measured fold fit;
+        the slowest eligible candidate when ``rf-def`` cannot run), at least
+        ``MIN_BUDGET`` (1 s), capped by ``max_seconds``.
     n_folds : int, default=5
+        Folds per repeat; 3 when fewer than ``FEW_CONSTRAINTS`` distinct
+        constraints are given (each fold still tests a few units).
     max_repeats : int, default=2
         Fold assignments (repeat 2 is the last rung).
     k_min, k_max : int or None
@@ -204,6 +215,12 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             constraints.
         """
         validate_params(self, self._parameter_constraints)
+        # One thread per BLAS / OpenMP pool: on a shared 2-core worker k-means and eigensolvers on
+        # a few hundred rows spin-wait (5x the CPU seconds of one thread), and the budget counts CPU.
+        with threadpool_limits(limits=1):
+            return self._fit(X, pairs, pair_kind, pair_weight, triplets, triplet_answer)
+
+    def _fit(self, X, pairs, pair_kind, pair_weight, triplets, triplet_answer):
         X = check_data(X)
         check_magnitude(X)
         n = X.shape[0]
@@ -229,7 +246,7 @@ class AutoClustering(ClusterMixin, BaseEstimator):
         rs = 0 if self.random_state is None else int(np.random.RandomState(self.random_state).randint(2**31 - 1)) \
             if not isinstance(self.random_state, numbers.Integral) else int(self.random_state)
         m = len(units)
-        F = int(self.n_folds)
+        F = int(self.n_folds) if m >= FEW_CONSTRAINTS else min(int(self.n_folds), 3)
         thin = m < MIN_CONSTRAINTS or units.n_units < 2 * F
         if thin:
             warns.append({"code": "too_few_constraints",
@@ -253,16 +270,21 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             c.search_predicted = c.predicted_seconds(n) * c.search_ratio
 
         def full_fit_seconds(c):
-            """Predicted CPU seconds of a full fit, from the first measured fold fit once there is one."""
-            measured = race.first_fit.get(c.id) if race is not None else None
+            """Predicted CPU seconds of a full fit, from the fastest measured fold fit once there is one."""
+            measured = race.fastest_fit.get(c.id) if race is not None else None
             return c.predicted_seconds(n) if measured is None else measured / c.search_ratio
 
         def t_ref_now():
             return max(full_fit_seconds(c) for c in eligible)
 
+        default = next((c for c in eligible if c.id == DEFAULT_ID), None)
+
+        def t_default_now():
+            """CPU seconds of the default cop_rf job's fit (the slowest eligible candidate without it)."""
+            return full_fit_seconds(default) if default is not None else t_ref_now()
+
         def budget_now():
-            b = max(10.0, float(self.budget_factor) * t_ref_now())
-            return b if self.max_seconds is None else min(b, float(self.max_seconds))
+            return budget_seconds(self, t_default_now(), floor=MIN_BUDGET)
 
         race = None
 
@@ -312,7 +334,7 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             if i in race.reason:
                 reasons[i] = race.reason[i]
         search_s = race.elapsed()
-        budget, t_ref = budget_now(), t_ref_now()
+        budget, t_ref, t_default = budget_now(), t_ref_now(), t_default_now()
         if race.budget_exhausted:
             warns.append({"code": "budget_exhausted", "detail": f"search ended at the last complete rung "
                                                                  f"within {budget:.1f} s"})
@@ -366,15 +388,10 @@ class AutoClustering(ClusterMixin, BaseEstimator):
                    status[i] != "ineligible" else dict(c.params), "status": status.get(i, "finalist"),
                    "reason": reasons.get(i), "folds_scored": race.tasks_done.get(i, 0),
                    "seconds": round(race.seconds.get(i, 0.0), 4)}
-            if race.counts.get(i) is not None and race.tasks_done.get(i, 0) > 0:
+            row.update(race.scores(i, table))
+            if "ba" in row:
                 ml, cl, acc, fm = race.counts[i].rates()
-                info = table.get(i)
-                if info is None:
-                    b = resampled_ba(race.counts[i], race.boot, race.kinds)
-                    info = {"ba": race.ba(i), "ba_se": float(np.std(b)), "diff_to_best": None, "diff_se": None}
-                row.update(info)
-                row.update({"f_measure": fm, "ml_rate": ml, "cl_rate": cl, "accuracy": acc,
-                            "n_scored": race.counts[i].n_scored})
+                row.update({"f_measure": fm, "ml_rate": ml, "cl_rate": cl, "accuracy": acc})
             rows.append(row)
         viol = None
         if chosen in table:
@@ -393,6 +410,7 @@ class AutoClustering(ClusterMixin, BaseEstimator):
             "timing": {"total_s": total, "cpu_s": total_cpu, "search_s": search_s, "refit_s": refit_s,
                        "refit_cpu_s": refit_cpu, "budget_s": budget, "t_ref_s": t_ref,
                        "ratio_to_t_ref": total_cpu / t_ref if t_ref > 0 else None,
+                       "t_default_s": t_default, "ratio_to_default": total_cpu / t_default if t_default > 0 else None,
                        "budget_exhausted": bool(race.budget_exhausted)},
             "noise": {"contradictions": n_contra, "winner_violation_rate": viol},
             "warnings": warns,

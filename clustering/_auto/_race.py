@@ -13,12 +13,33 @@ import numpy as np
 from ..exceptions import InfeasibleConstraintsError, InvalidInputError
 from ._scoring import UnitCounts, bootstrap_weights, resampled_ba
 
-__all__ = ["Race", "CandidateFailed"]
+__all__ = ["Race", "CandidateFailed", "budget_seconds"]
 
 #: What a failing fold fit may raise without ending the search (anything else, such as a cancel
 #: or a time limit, propagates).
 FIT_FAILURES = (InfeasibleConstraintsError, InvalidInputError, ValueError, ArithmeticError,
                 np.linalg.LinAlgError, MemoryError)
+
+
+def budget_seconds(est, unit_seconds, floor=0.0):
+    """The search's budget in CPU seconds, search and refit together.
+
+    Parameters
+    ----------
+    est : AutoClustering
+        Its ``budget_factor`` and ``max_seconds``.
+    unit_seconds : float
+        CPU seconds of the fit the budget is a multiple of (the default
+        ``cop_rf`` job's for pairwise constraints, spec §2.3).
+    floor : float, default=0
+        Least budget in seconds (before the ``max_seconds`` cap).
+
+    Returns
+    -------
+    float
+    """
+    b = max(float(floor), float(est.budget_factor) * float(unit_seconds))
+    return b if est.max_seconds is None else min(b, float(est.max_seconds))
 
 
 class CandidateFailed(Exception):
@@ -61,8 +82,11 @@ class Race:
         self.counts = {c.id: UnitCounts(n_units) for c in candidates}
         self.labels = {c.id: {} for c in candidates}
         self.seconds = {c.id: 0.0 for c in candidates}
-        self.fit_seconds = {}  # id -> measured CPU seconds of its last fold fit
-        self.first_fit = {}  # id -> measured CPU seconds of its first fold fit
+        # id -> the fastest of its measured fold fits in CPU seconds: other load on the machine only adds
+        # time (cache, memory bandwidth), and a refit predicted from one slow fold fit x 1000 / 100 trees
+        # would drop a COP-RF setting for nothing
+        self.fit_seconds = {}  # id -> predicted CPU seconds of its next fold fit (0: labels shared by every fold)
+        self.fastest_fit = {}  # id -> the fastest of its fits (a shared fit: its one fit)
         self.status = {c.id: "finalist" for c in candidates}
         self.reason = {}
         self.tasks_done = {c.id: 0 for c in candidates}
@@ -102,6 +126,30 @@ class Race:
                       "diff_se": float(np.std(d))}
         return best, out
 
+    def scores(self, cid, table):
+        """One candidate's scores for the report (empty when it scored no fold).
+
+        Parameters
+        ----------
+        cid : str
+        table : dict
+            :meth:`table` of the finalists (their BA, SE and paired differences).
+
+        Returns
+        -------
+        dict
+            ``ba``, ``ba_se`` (bootstrap over units), ``diff_to_best``,
+            ``diff_se`` (None for a candidate outside the table) and
+            ``n_scored``.
+        """
+        if not self.tasks_done.get(cid):
+            return {}
+        info = table.get(cid)
+        if info is None:
+            info = {"ba": self.ba(cid), "ba_se": float(np.std(self.resampled(cid))), "diff_to_best": None,
+                    "diff_se": None}
+        return {**info, "n_scored": self.counts[cid].n_scored}
+
     # -- the race
 
     def run(self):
@@ -119,6 +167,10 @@ class Race:
                 alive = self._promote(alive, r)
                 if self.stopped_by_race or len(alive) < 2:
                     break
+                alive = self._fit_to_budget(alive, tasks, r)
+                if alive is None:  # not even two survivors fit: end at the last complete rung
+                    self.budget_exhausted = True
+                    return [i for i, s in self.status.items() if s == "finalist"]
             saved = {i: (self.counts[i].sat.copy(), self.counts[i].tot.copy(), self.counts[i].n_scored,
                          self.tasks_done[i]) for i in alive}
             done = []
@@ -127,12 +179,10 @@ class Race:
                 ok = self._run_candidate(cid, tasks, r)
                 if ok is None:
                     self.budget_exhausted = True
-                    if r == 0:  # those that completed rung 0 go on to the choice; the rest were never scored
-                        for i in alive:
-                            if i not in done and self.status[i] == "finalist":
-                                self.status[i], self.reason[i] = "pruned_rung_0", "budget"
-                                self._restore(i, saved[i])
-                        return done
+                    if r == 0:  # a setting whose fits or refit do not fit leaves; cheaper ones still run
+                        self.status[cid], self.reason[cid] = "pruned_rung_0", "budget"
+                        self._restore(cid, saved[cid])
+                        continue
                     for i in alive:
                         self._restore(i, saved[i])
                     return [i for i in alive if self.status[i] == "finalist"]
@@ -140,6 +190,25 @@ class Race:
                     done.append(cid)
             alive = done
         return alive
+
+    def _fit_to_budget(self, alive, tasks, r):
+        """Survivors whose rung and the dearest refit among them fit in the budget, dropping the lowest BA.
+
+        Returns None when two survivors do not fit (the rung is not started,
+        so no fit is spent on scores that would be undone).
+        """
+        _, tab = self.table(alive)
+        keep = sorted(alive, key=lambda i: (-tab[i]["ba"], self.rank[i]))
+
+        def cost(ids):
+            return (self.elapsed() + sum(self.predicted(i) for i in ids) * len(tasks)
+                    + max(self.refit_seconds(self.candidates[i]) for i in ids))
+
+        while len(keep) > 2 and cost(keep) > self.budget():
+            i = keep.pop()
+            self.status[i], self.reason[i] = f"pruned_rung_{r - 1}", "budget: the next rung would not fit"
+            self.budget_exhausted = True
+        return keep if cost(keep) <= self.budget() else None
 
     def _restore(self, cid, saved):
         sat, tot, n_scored, n_done = saved
@@ -149,8 +218,10 @@ class Race:
     def _run_candidate(self, cid, tasks, r):
         """Score one candidate on a rung's tasks: True, False (failed) or None (the budget ends the rung)."""
         cand = self.candidates[cid]
-        for t in tasks:
-            if self.elapsed() + self.predicted(cid) + self.refit_seconds(cand) > self.budget():
+        for k, t in enumerate(tasks):
+            # rung 0 decides once per candidate, for all its folds: undoing a started candidate wastes its fits
+            ahead = self.predicted(cid) * (len(tasks) if r == 0 else 1)
+            if (r > 0 or k == 0) and self.elapsed() + ahead + self.refit_seconds(cand) > self.budget():
                 return None
             self.progress(f"rung {r}: {cid}", min(1.0, self.elapsed() / max(self.budget(), 1e-9)))
             t1 = time.process_time()
@@ -162,9 +233,11 @@ class Race:
                 return False
             dt = time.process_time() - t1
             self.seconds[cid] += dt
-            # a setting that ignores the constraints fits once, shared by every fold
-            self.fit_seconds[cid] = dt if getattr(cand, "uses_constraints", True) else 0.0
-            self.first_fit.setdefault(cid, dt)
+            if getattr(cand, "uses_constraints", True):
+                self.fit_seconds[cid] = self.fastest_fit[cid] = min(dt, self.fit_seconds.get(cid, dt))
+            else:  # a setting that ignores the constraints fits once, shared by every fold
+                self.fit_seconds[cid] = 0.0
+                self.fastest_fit.setdefault(cid, dt)
             self.counts[cid].add(unit, kind, weight, sat)
             self.labels[cid][t] = labels
             self.tasks_done[cid] += 1

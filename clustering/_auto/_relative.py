@@ -21,7 +21,7 @@ from .._constraints import check_triplet_constraints
 from .._metrics import violated_triplet_answers
 from ..validation import check_n_clusters
 from ._candidates import Candidate, eigengaps, prior_rank
-from ._race import FIT_FAILURES, CandidateFailed, Race
+from ._race import FIT_FAILURES, CandidateFailed, Race, budget_seconds
 
 __all__ = ["relative_candidates", "rc3_satisfied", "fit_relative", "RELATIVE_PRIOR"]
 
@@ -44,6 +44,9 @@ def relative_candidates():
         [Candidate(f"recon-{c}", "recon", "recon", {"cut": c}, _recon, (1.0, 2.0)) for c in ("constraint_guided",
                                                                                                "height")]
 
+
+#: Least budget of the relative search in CPU seconds: DCRC's and ReCon's predicted times are rough.
+RELATIVE_FLOOR = 10.0
 
 #: DCRC's default first: its paper tunes by held-out triplets (dcrc.md §4.5).
 RELATIVE_PRIOR = ("dcrc-0.05", "recon-constraint_guided", "dcrc-0.2", "recon-height")
@@ -71,7 +74,7 @@ def rc3_satisfied(labels, triplets, answer):
 
 def fit_relative(est, X, triplets, triplet_answer):
     """Search among the relative candidates for ``AutoClustering.fit`` (fills its fitted attributes)."""
-    t_start = time.perf_counter()
+    t_start, c_start = time.perf_counter(), time.process_time()
     n = X.shape[0]
     tc = check_triplet_constraints(triplets, triplet_answer, n)
     trip = np.asarray(tc.triplets, dtype=np.int64)
@@ -101,9 +104,7 @@ def fit_relative(est, X, triplets, triplet_answer):
     for c in cands:
         c.search_predicted = c.predicted_seconds(n)
     t_ref = max(c.predicted_seconds(n) for c in cands)
-    budget = max(10.0, float(est.budget_factor) * t_ref)
-    if est.max_seconds is not None:
-        budget = min(budget, float(est.max_seconds))
+    budget = budget_seconds(est, t_ref, floor=RELATIVE_FLOOR)
     folds = []
     if not thin:
         for rep in range(int(est.max_repeats)):
@@ -143,13 +144,13 @@ def fit_relative(est, X, triplets, triplet_answer):
     search_s = race.elapsed()
     cand = {c.id: c for c in cands}[chosen]
     est._progress(f"refit: {chosen}", 0.9)
-    t1 = time.perf_counter()
+    t1, c1 = time.perf_counter(), time.process_time()
     best = cand.build(K, rs, {}, search=False)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         best.fit(X, triplets=trip, triplet_answer=ans)
-    refit_s = time.perf_counter() - t1
-    total = time.perf_counter() - t_start
+    refit_s, refit_cpu = time.perf_counter() - t1, time.process_time() - c1
+    total, total_cpu = time.perf_counter() - t_start, time.process_time() - c_start
     est.best_estimator_, est.best_method_ = best, cand.method
     est.labels_ = np.asarray(best.labels_, dtype=np.int64)
     est.n_clusters_ = int(getattr(best, "n_clusters_", K))
@@ -158,9 +159,7 @@ def fit_relative(est, X, triplets, triplet_answer):
         row = {"id": c.id, "method": c.method, "params": dict(c.params), "status": race.status[c.id],
                "reason": race.reason.get(c.id), "folds_scored": race.tasks_done[c.id],
                "seconds": round(race.seconds[c.id], 4)}
-        if race.tasks_done[c.id]:
-            row.update(table.get(c.id) or {"ba": race.ba(c.id)})
-            row["n_scored"] = race.counts[c.id].n_scored
+        row.update(race.scores(c.id, table))
         rows.append(row)
     est.auto_ = {
         "chosen": {"id": chosen, "method": cand.method, "preset": None, "params": dict(cand.params),
@@ -169,8 +168,9 @@ def fit_relative(est, X, triplets, triplet_answer):
         "folds": {"n_folds": F if folds else 0, "repeats": len(folds), "units": n_units,
                   "n_constraints": int(len(trip)), "scored_by_kind": {"triplets": int(answered.sum())},
                   "dropped_closure": 0, "dropped_parity": 0},
-        "timing": {"total_s": total, "search_s": search_s, "refit_s": refit_s, "budget_s": budget, "t_ref_s": t_ref,
-                   "ratio_to_t_ref": total / t_ref, "budget_exhausted": bool(race.budget_exhausted)},
+        "timing": {"total_s": total, "cpu_s": total_cpu, "search_s": search_s, "refit_s": refit_s,
+                   "refit_cpu_s": refit_cpu, "budget_s": budget, "t_ref_s": t_ref, "ratio_to_t_ref": total_cpu / t_ref,
+                   "t_default_s": None, "ratio_to_default": None, "budget_exhausted": bool(race.budget_exhausted)},
         "noise": {"contradictions": 0, "winner_violation_rate": None},
         "warnings": warns,
     }

@@ -154,6 +154,7 @@ class SessionStateMixin:
             # the labels the saved estimator had (also when answers arrived after them)
             est.labels_ = np.asarray(state["labels"], dtype=np.int64)
             est._stale = True
+            est._publish_answers()  # answers_ and the sets as saved: a seeded session's pass reads them first
         elif state["stale"]:
             # answers arrived after the last clustering: the spectral step of that clustering
             # used sets that have changed since, so bring it up to date (as update() would)

@@ -151,10 +151,12 @@ def test_t3_fold_fits_never_receive_the_constraints_they_are_scored_on(monkeypat
 
     monkeypatch.setattr(est_mod, "satisfied", spy)
     _Recorder.seen = []
-    AutoClustering(2, candidates=[_recorder_candidate(), _recorder_candidate("rec2")], random_state=0).fit(
+    m = AutoClustering(2, candidates=[_recorder_candidate(), _recorder_candidate("rec2")], random_state=0).fit(
         X, pairs=pairs, pair_kind=kind)
     fold_fits = _Recorder.seen[:-1]  # the last fit is the refit on all
-    assert len(fold_fits) == len(scored) == 2 * 10  # 5 folds x 2 repeats, two candidates
+    folds = m.auto_["folds"]
+    assert folds["n_folds"] == (3 if folds["n_constraints"] < 60 else 5)  # fewer folds for few constraints
+    assert len(fold_fits) == len(scored) == 2 * folds["n_folds"] * 2  # folds x 2 repeats, two candidates
     for train, test in zip(fold_fits, scored):
         assert not (train & test)
     assert len(_Recorder.seen[-1]) == len({tuple(sorted(p)) for p in pairs.tolist()})
@@ -371,3 +373,19 @@ def test_wire_candidate_ids_match_the_estimators():
     from clustering.cards import AUTO_CANDIDATES  # noqa: PLC0415 - the wire's list, compared here
 
     assert set(AUTO_CANDIDATES) == {c.id for c in default_candidates()} | {c.id for c in relative_candidates()}
+
+
+def test_the_budget_is_a_multiple_of_the_default_cop_rf_fit_and_a_dear_refit_leaves_rung_0_alone():
+    X, y, pairs, kind = _iris_like()
+    dear = Candidate("dear", "rec", "spectral", {}, lambda k, rs, p: _Recorder(k, rs), (1000.0, 1.0))
+    m = AutoClustering(3, candidates=["rf-def", *CHEAP, dear], budget_factor=3, random_state=0).fit(
+        X, pairs=pairs, pair_kind=kind)
+    t = m.auto_["timing"]
+    assert t["budget_s"] == pytest.approx(max(1.0, 3 * t["t_default_s"]))
+    assert t["ratio_to_default"] == pytest.approx(t["cpu_s"] / t["t_default_s"])
+    rows = {r["id"]: r for r in m.auto_["candidates"]}
+    # its predicted refit (150 s) is beyond any budget here: it is left out, the others still run
+    assert rows["dear"]["status"] == "pruned_rung_0" and rows["dear"]["reason"] == "budget"
+    assert rows["dear"]["folds_scored"] == 0 and t["budget_exhausted"]
+    assert all(rows[c]["folds_scored"] >= 2 or rows[c]["status"] == "failed" for c in CHEAP), rows
+    assert m.auto_["chosen"]["id"] != "dear"

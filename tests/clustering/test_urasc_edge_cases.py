@@ -128,6 +128,9 @@ def test_a_state_saved_after_tell_restores_the_fitted_attributes(params):
         # defer_recluster=True: the saved labels, and telling continues as the saved estimator
         lazy = URASC.from_state(X, state, defer_recluster=True)
         np.testing.assert_array_equal(lazy.labels_, est.labels_)
+        # the answers and sets as saved, before any update (a seeded session's pass reads them first)
+        np.testing.assert_array_equal(lazy.answers_, np.asarray(state["answers"]).reshape(-1, 3))
+        assert lazy.certain_sets_ == [[int(v) for v in s] for s in state["certain_sets"]]
         twin = copy.deepcopy(est)
         nxt = twin.suggest_queries(2)
         assert lazy.suggest_queries(2) == nxt

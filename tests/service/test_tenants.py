@@ -94,6 +94,7 @@ BODIES = {
     ("post", "/v1/sessions"): lambda ids: {"dataset_id": ids["dataset_id"], "budget": 10},
     ("post", "/v1/sessions/{session_id}/questions"): lambda ids: {"count": 1, "worker_id": "w1"},
     ("post", "/v1/sessions/{session_id}/answers"): lambda ids: {"answers": [{"question_id": "q1", "answer": "yes"}]},
+    ("post", "/v1/sessions/{session_id}/refit"): lambda ids: {},
     ("post", "/v1/constraints/check"): lambda ids: {"dataset_id": ids["dataset_id"],
                                                     "constraints": {"must_link": [[0, 1]]}},
     ("post", "/v1/admin/keys"): lambda ids: {"tenant": "tenant-b"},
