@@ -6,9 +6,10 @@ import requests
 from sklearn.metrics import adjusted_rand_score
 
 from bench.datasets import load
+from scripts.stack import wait_up_to_date
 
 from .helpers import upload, wait_done
-from .test_sessions_e2e import _crowd_batch, _wait_up_to_date
+from .test_sessions_e2e import _crowd_batch
 
 pytestmark = pytest.mark.integration
 
@@ -32,7 +33,7 @@ def test_a_finished_crowd_session_is_refit_with_auto_on_its_answers(live):
                                                    "constraints": {"must_link": [[0, 1]]}}, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
-    session = _wait_up_to_date(live, sid)
+    session = wait_up_to_date(live, sid)
     rng, votes, rounds = np.random.default_rng(0), {}, 0
     while session["state"] == "ACTIVE" and rounds < 30:
         rounds += 1
@@ -41,7 +42,7 @@ def test_a_finished_crowd_session_is_refit_with_auto_on_its_answers(live):
         if not batch:
             break
         requests.post(f"{live}/v1/sessions/{sid}/answers", json={"answers": batch}, timeout=30)
-        session = _wait_up_to_date(live, sid)
+        session = wait_up_to_date(live, sid)
     assert session["state"] == "COMPLETED", session
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
 
