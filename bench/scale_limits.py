@@ -85,6 +85,7 @@ N_CONSTRAINTS = 300
 GROUPS = {name: tuple(int(v) for v in name.split("closure_")[1].split("_")[0].split("x"))
           for name in PROBES if "_closure_" in name}
 TOP_K, FULL_LIMIT, BLOCK = 100, 2000, 1024  # workers.tasks: STORED_TOP_K, FULL_AFFINITY_LIMIT, top_k_rows' block
+FACTOR_PATTERN_ROWS = 100_000  # workers.tasks.FACTOR_PATTERN_ROWS
 
 
 def _data(n, d, k, seed=0):
@@ -145,6 +146,28 @@ def _top_k(blocks, n, k):
         np.argpartition(-S, k - 1, axis=1)[:, :k]
 
 
+def _top_k_on_pattern(E, pattern, k, block=65536):
+    """workers.tasks.top_k_on_pattern: ``E E^T`` scored over the graph's non-zeros, each row's top k."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    P = sp.csr_matrix(pattern)
+    rows, cols, vals = [], [], []
+    for lo in range(0, E.shape[0], block):
+        hi = min(E.shape[0], lo + block)
+        c = P.indices[P.indptr[lo]:P.indptr[hi]].astype(np.int64)
+        r = np.repeat(np.arange(lo, hi), np.diff(P.indptr[lo:hi + 1]))
+        r, c = r[r != c], c[r != c]
+        rows.append(r)
+        cols.append(c)
+        vals.append(np.einsum("ij,ij->i", E[r], E[c]))
+    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    order = np.lexsort((-v, r))
+    r = r[order]
+    keep = np.arange(r.size) - np.searchsorted(r, r, side="left") < k
+    return sp.csr_matrix((v[order][keep], (r[keep], c[order][keep])), shape=(E.shape[0],) * 2)
+
+
 def _save_step(method, est, n):
     """The worker's top-k reduction of the learned matrix before it is stored."""
     import numpy as np
@@ -154,7 +177,9 @@ def _save_step(method, est, n):
             "cop_rf": "affinity_matrix_", "ccskl": "kernel_matrix_"}.get(method)
     M = getattr(est, attr, None) if attr else None
     k = min(TOP_K, n - 1)
-    if M is None and method == "ccskl":
+    if M is None and method == "ccskl" and n > FACTOR_PATTERN_ROWS:
+        _top_k_on_pattern(est.embedding_, est.affinity_matrix_, k)
+    elif M is None and method == "ccskl":
         E = est.embedding_
         _top_k(((lo, E[lo:lo + BLOCK] @ E.T) for lo in range(0, n, BLOCK)), n, k)
     elif M is not None and n > FULL_LIMIT and not sp.issparse(M):
