@@ -33,6 +33,11 @@ and a probe's ``stages`` say when each stage of ``fit`` began::
         --n 250000 500000 1000000 --d 128 --constraints 2000 --as-bytes 12000000000 --timeout 900 \\
         --out bench/results/scale_limits_large.json
 
+The same for ``cop_kmeans``, ``ccskl`` (default sigma) and ``session_urasc`` (the pairwise
+session's first pass), one size at a time on a shared machine (``--n 1000000``, then the others);
+``--table`` prints, below the table, the growth exponents of time and memory between each probe's
+smallest and largest size (:func:`growth`).
+
 ``--as-bytes`` (default 8e9) and ``--timeout`` (default 600 s) bound every probe; a method's
 larger sizes are skipped once a smaller one ran out of memory or time.
 """
@@ -328,6 +333,35 @@ def table(doc):
     return "\n".join(lines)
 
 
+def growth(doc, lo=None, hi=None):
+    """Growth exponents of time and peak memory between two sizes: ``log(v_hi / v_lo) / log(hi / lo)``.
+
+    ``lo`` / ``hi`` default to each probe's smallest and largest size that ran; the rows say which
+    sizes they used. Memory is the peak resident set (``peak_mib``) and, where ``base_mib`` has the
+    sizes, what the method added to it (``added_mib``).
+    """
+    import math
+
+    lines = ["| probe | from | to | time exponent | peak memory exponent | added memory exponent |",
+             "|---|---|---|---|---|---|"]
+    for name in PROBES:
+        rows = {int(n): r for n, r in doc["probes"].get(name, {}).items() if r.get("ok")}
+        sizes = sorted(n for n in rows if (lo is None or n >= lo) and (hi is None or n <= hi))
+        if len(sizes) < 2:
+            continue
+        a, b = sizes[0], sizes[-1]
+        ra, rb = rows[a], rows[b]
+        ratio = math.log(b / a)
+
+        def exp(key):
+            va, vb = ra.get(key), rb.get(key)
+            return f"{math.log(vb / va) / ratio:.2f}" if va and vb and va > 0 and vb > 0 else ""
+
+        lines.append(f"| `{name}` | {a:,} | {b:,} | {exp('seconds')} | {exp('peak_mib')} | {exp('added_mib')} |"
+                     .replace(",", " "))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", nargs="+", default=list(PROBES), choices=list(PROBES))
@@ -347,7 +381,10 @@ def main(argv=None):
         return run_child(args)
     if args.table:
         with open(args.table) as fh:
-            print(table(json.load(fh)))
+            doc = json.load(fh)
+        print(table(doc))
+        print()
+        print(growth(doc))
         return None
     doc = {}
     if args.out and os.path.exists(args.out):
