@@ -301,6 +301,9 @@ FILES = {
                                 "python -m bench.scale_limits --methods spectral_learning cop_kmeans ccskl "
                                 "session_urasc --n 250000 500000 1000000 --d 128 --constraints 2000 "
                                 "--as-bytes 14000000000 --timeout 1200 --out bench/results/scale_limits_large.json"),
+    "scale_ari_letter.json": ("ARI on letter (20 000 rows, K = 26) with 2000 random ground-truth pairs: cop_kmeans, "
+                              "ccskl, spectral_learning beside k-means and spectral without pairs, 2 seeds",
+                              "python -m bench.scale_ari --seeds 2"),
     "auto_iris_t2.json": ("method auto on the passive protocol, iris, 2 trials, against the default cop_rf job",
                           "python -m bench.auto --datasets iris --trials 2 --no-alone "
                           "--out bench/results/auto_iris_t2.json"),
