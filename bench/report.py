@@ -296,9 +296,14 @@ FILES = {
                           "python -m bench.slow_clients --slow-header 100 --slow-body 20 --seconds 20"),
     "upload.json": ("1 000 000 x 384 float32 uploaded as .npy, resumed .npy and Parquet: time and API memory",
                     "python -m bench.upload --rows 1000000 --dims 384"),
-    "scale_limits_large.json": ("spectral_learning from 250 000 to 1 000 000 rows of 128 columns, 2000 constraints",
-                                "python -m bench.scale_limits --methods spectral_learning --n 250000 500000 1000000 "
-                                "--d 128 --constraints 2000 --out bench/results/scale_limits_large.json"),
+    "scale_limits_large.json": ("spectral_learning, cop_kmeans, ccskl and the pairwise session's first pass from "
+                                "250 000 to 1 000 000 rows of 128 columns, 2000 constraints (one probe at a time)",
+                                "python -m bench.scale_limits --methods spectral_learning cop_kmeans ccskl "
+                                "session_urasc --n 250000 500000 1000000 --d 128 --constraints 2000 "
+                                "--as-bytes 14000000000 --timeout 1200 --out bench/results/scale_limits_large.json"),
+    "scale_ari_letter.json": ("ARI on letter (20 000 rows, K = 26) with 2000 random ground-truth pairs: cop_kmeans, "
+                              "ccskl, spectral_learning beside k-means and spectral without pairs, 2 seeds",
+                              "python -m bench.scale_ari --seeds 2"),
     "auto_iris_t2.json": ("method auto on the passive protocol, iris, 2 trials, against every candidate setting alone "
                           "and the default cop_rf job (time)",
                           "python -m bench.auto --datasets iris --trials 2 --out bench/results/auto_iris_t2.json"),

@@ -33,6 +33,11 @@ and a probe's ``stages`` say when each stage of ``fit`` began::
         --n 250000 500000 1000000 --d 128 --constraints 2000 --as-bytes 12000000000 --timeout 900 \\
         --out bench/results/scale_limits_large.json
 
+The same for ``cop_kmeans``, ``ccskl`` (default sigma) and ``session_urasc`` (the pairwise
+session's first pass), one size at a time on a shared machine (``--n 1000000``, then the others);
+``--table`` prints, below the table, the growth exponents of time and memory between each probe's
+smallest and largest size (:func:`growth`).
+
 ``--as-bytes`` (default 8e9) and ``--timeout`` (default 600 s) bound every probe; a method's
 larger sizes are skipped once a smaller one ran out of memory or time.
 """
@@ -85,6 +90,7 @@ N_CONSTRAINTS = 300
 GROUPS = {name: tuple(int(v) for v in name.split("closure_")[1].split("_")[0].split("x"))
           for name in PROBES if "_closure_" in name}
 TOP_K, FULL_LIMIT, BLOCK = 100, 2000, 1024  # workers.tasks: STORED_TOP_K, FULL_AFFINITY_LIMIT, top_k_rows' block
+FACTOR_PATTERN_ROWS = 100_000  # workers.tasks.FACTOR_PATTERN_ROWS
 
 
 def _data(n, d, k, seed=0):
@@ -145,6 +151,28 @@ def _top_k(blocks, n, k):
         np.argpartition(-S, k - 1, axis=1)[:, :k]
 
 
+def _top_k_on_pattern(E, pattern, k, block=65536):
+    """workers.tasks.top_k_on_pattern: ``E E^T`` scored over the graph's non-zeros, each row's top k."""
+    import numpy as np
+    import scipy.sparse as sp
+
+    P = sp.csr_matrix(pattern)
+    rows, cols, vals = [], [], []
+    for lo in range(0, E.shape[0], block):
+        hi = min(E.shape[0], lo + block)
+        c = P.indices[P.indptr[lo]:P.indptr[hi]].astype(np.int64)
+        r = np.repeat(np.arange(lo, hi), np.diff(P.indptr[lo:hi + 1]))
+        r, c = r[r != c], c[r != c]
+        rows.append(r)
+        cols.append(c)
+        vals.append(np.einsum("ij,ij->i", E[r], E[c]))
+    r, c, v = np.concatenate(rows), np.concatenate(cols), np.concatenate(vals)
+    order = np.lexsort((-v, r))
+    r = r[order]
+    keep = np.arange(r.size) - np.searchsorted(r, r, side="left") < k
+    return sp.csr_matrix((v[order][keep], (r[keep], c[order][keep])), shape=(E.shape[0],) * 2)
+
+
 def _save_step(method, est, n):
     """The worker's top-k reduction of the learned matrix before it is stored."""
     import numpy as np
@@ -154,7 +182,9 @@ def _save_step(method, est, n):
             "cop_rf": "affinity_matrix_", "ccskl": "kernel_matrix_"}.get(method)
     M = getattr(est, attr, None) if attr else None
     k = min(TOP_K, n - 1)
-    if M is None and method == "ccskl":
+    if M is None and method == "ccskl" and n > FACTOR_PATTERN_ROWS:
+        _top_k_on_pattern(est.embedding_, est.affinity_matrix_, k)
+    elif M is None and method == "ccskl":
         E = est.embedding_
         _top_k(((lo, E[lo:lo + BLOCK] @ E.T) for lo in range(0, n, BLOCK)), n, k)
     elif M is not None and n > FULL_LIMIT and not sp.issparse(M):
@@ -303,6 +333,35 @@ def table(doc):
     return "\n".join(lines)
 
 
+def growth(doc, lo=None, hi=None):
+    """Growth exponents of time and peak memory between two sizes: ``log(v_hi / v_lo) / log(hi / lo)``.
+
+    ``lo`` / ``hi`` default to each probe's smallest and largest size that ran; the rows say which
+    sizes they used. Memory is the peak resident set (``peak_mib``) and, where ``base_mib`` has the
+    sizes, what the method added to it (``added_mib``).
+    """
+    import math
+
+    lines = ["| probe | from | to | time exponent | peak memory exponent | added memory exponent |",
+             "|---|---|---|---|---|---|"]
+    for name in PROBES:
+        rows = {int(n): r for n, r in doc["probes"].get(name, {}).items() if r.get("ok")}
+        sizes = sorted(n for n in rows if (lo is None or n >= lo) and (hi is None or n <= hi))
+        if len(sizes) < 2:
+            continue
+        a, b = sizes[0], sizes[-1]
+        ra, rb = rows[a], rows[b]
+        ratio = math.log(b / a)
+
+        def exp(key):
+            va, vb = ra.get(key), rb.get(key)
+            return f"{math.log(vb / va) / ratio:.2f}" if va and vb and va > 0 and vb > 0 else ""
+
+        lines.append(f"| `{name}` | {a:,} | {b:,} | {exp('seconds')} | {exp('peak_mib')} | {exp('added_mib')} |"
+                     .replace(",", " "))
+    return "\n".join(lines)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--methods", nargs="+", default=list(PROBES), choices=list(PROBES))
@@ -322,7 +381,10 @@ def main(argv=None):
         return run_child(args)
     if args.table:
         with open(args.table) as fh:
-            print(table(json.load(fh)))
+            doc = json.load(fh)
+        print(table(doc))
+        print()
+        print(growth(doc))
         return None
     doc = {}
     if args.out and os.path.exists(args.out):

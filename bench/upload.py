@@ -162,7 +162,8 @@ def main(argv=None):
     print(f"wrote {npy_path} ({os.path.getsize(npy_path) / 2**20:.0f} MiB) and {pq_path} "
           f"({os.path.getsize(pq_path) / 2**20:.0f} MiB) in {time.perf_counter() - t0:.1f} s")
 
-    env = {"SHOAL_DATA_DIR": str(data_dir), "SHOAL_MAX_UPLOAD_BYTES": str(8 * 2**30)}
+    env = {"SHOAL_DATA_DIR": str(data_dir), "SHOAL_MAX_UPLOAD_BYTES": str(8 * 2**30),
+           "SHOAL_MAX_ROWS": str(max(args.rows, 100_000)), "SHOAL_MAX_CELLS": str(max(args.rows * args.dims, 10**7))}
     rows = []
     with Stack(env=env, log_dir=work / "logs") as st:
         st.env.pop("REDIS_URL", None)

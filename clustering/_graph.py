@@ -61,7 +61,7 @@ def knn_distances(X, n_neighbors, *, approx_above=APPROX_KNN_ROWS):
     n = X.shape[0]
     k = int(min(max(n_neighbors, 1), n - 1))
     if n > approx_above and X.shape[1] > EXACT_KNN_MAX_FEATURES:
-        dist, ind = _approximate_knn(X, k + 1)
+        return _cached_approximate_knn(X, k)
     else:
         nn = NearestNeighbors(n_neighbors=k + 1).fit(X)
         dist, ind = nn.kneighbors(X)
@@ -73,6 +73,36 @@ def knn_distances(X, n_neighbors, *, approx_above=APPROX_KNN_ROWS):
     dist = dist[keep].reshape(n, k)
     ind = ind[keep].reshape(n, k)
     return dist, ind.astype(np.int64)
+
+
+#: The approximate search is run for at least this many neighbours and its lists kept for the last
+#: matrix searched, so that a method asking for 7, 10 and 20 neighbours of the same rows (URASC's
+#: graph, its density and its entropy lists) pays for one search of 1 000 000 rows, not three.
+APPROX_KNN_MIN_K = 20
+_KNN_CACHE = {}
+
+
+def _cached_approximate_knn(X, k):
+    """:func:`_approximate_knn` without the self-match, kept for the last ``X`` (by identity,
+    address and shape; a weak reference, so the lists go with the matrix)."""
+    import weakref
+
+    key = (X.__array_interface__["data"][0], X.shape, X.strides)
+    hit = _KNN_CACHE.get("entry")
+    if hit is not None and hit[0] == key and hit[1]() is X and hit[2].shape[1] >= k:
+        return hit[2][:, :k].copy(), hit[3][:, :k].copy()
+    n = X.shape[0]
+    kk = int(min(max(k, APPROX_KNN_MIN_K), n - 1))
+    dist, ind = _approximate_knn(X, kk + 1)
+    is_self = ind == np.arange(n)[:, None]
+    keep = ~is_self
+    keep[is_self.sum(axis=1) == 0, -1] = False
+    dist, ind = dist[keep].reshape(n, kk), ind[keep].reshape(n, kk).astype(np.int64)
+    try:
+        _KNN_CACHE["entry"] = (key, weakref.ref(X), dist, ind)
+    except TypeError:  # not weak-referenceable: no cache
+        _KNN_CACHE.pop("entry", None)
+    return dist[:, :k].copy(), ind[:, :k].copy()
 
 
 def _approximate_knn(X, k):
@@ -350,7 +380,7 @@ def discriminant_knn_graph(X, groups, n_neighbors):
     return self_tuning_knn_graph(Z, n_neighbors)[0]
 
 
-def component_bridges(X, W, *, skip_largest=False, max_passes=64):
+def component_bridges(X, W, *, skip_largest=False, max_passes=64, approx_above=APPROX_KNN_ROWS):
     """Edges that join the connected components of a kNN graph (Boruvka passes).
 
     Each pass links every component (but the largest, with ``skip_largest``)
@@ -369,6 +399,14 @@ def component_bridges(X, W, *, skip_largest=False, max_passes=64):
     max_passes : int, default=64
         Each pass at least halves the number of components, so 64 passes
         always suffice; a safety bound.
+    approx_above : int, default=APPROX_KNN_ROWS
+        Rows above which the edges are approximate (see Notes).
+
+    Notes
+    -----
+    Above :data:`APPROX_KNN_ROWS` rows of more than :data:`EXACT_KNN_MAX_FEATURES` columns each
+    component's edge is approximate (:func:`_approximate_bridge`): a short edge out of it, not
+    always the shortest. At or below (every size up to 100 000 rows) the search is exact.
 
     Returns
     -------
@@ -382,6 +420,9 @@ def component_bridges(X, W, *, skip_largest=False, max_passes=64):
     n_comp0, lab = connected_components(W, directed=False)
     n_comp = n_comp0
     edges = []
+    approx = n > approx_above and X.shape[1] > EXACT_KNN_MAX_FEATURES and n_comp0 > 1
+    sqn = np.einsum("ij,ij->i", X, X) if approx else None
+    rng = np.random.default_rng(0)
     for _ in range(max_passes):
         if n_comp <= 1:
             break
@@ -389,6 +430,9 @@ def component_bridges(X, W, *, skip_largest=False, max_passes=64):
         best = set()
         for c in range(n_comp):
             if c == skip:
+                continue
+            if approx:
+                best.add(_approximate_bridge(X, sqn, lab == c, rng))
                 continue
             inside = np.flatnonzero(lab == c)
             outside = np.flatnonzero(lab != c)
@@ -400,6 +444,48 @@ def component_bridges(X, W, *, skip_largest=False, max_passes=64):
         E = sp.csr_matrix((np.ones(len(edges)), ([e[0] for e in edges], [e[1] for e in edges])), shape=(n, n))
         n_comp, lab = connected_components(W + E, directed=False)
     return edges, int(n_comp0)
+
+
+#: Rows of a component, and of the rest, whose distances seed :func:`_approximate_bridge`.
+BRIDGE_SAMPLE_INSIDE, BRIDGE_SAMPLE_OUTSIDE, BRIDGE_REFINE = 1000, 10000, 8
+
+
+def _approximate_bridge(X, sqn, inside_mask, rng):
+    """A short edge from a component to the rest, for :func:`component_bridges` above
+    :data:`APPROX_KNN_ROWS` rows of more than :data:`EXACT_KNN_MAX_FEATURES` columns.
+
+    The nearest pair between samples of the component (at most 1000 rows) and of the rest (at most
+    10 000), then alternating exact searches: the nearest outside row to the inside end, the nearest
+    inside row to that one, until neither end moves (at most 8 rounds, each a pass over ``X``:
+    ``O(n d)``). The edge is a local optimum of the distance, not always the nearest pair; exact
+    search would cost ``O(n^2 d)`` per component.
+
+    Returns
+    -------
+    (i, j, distance) with i < j
+    """
+    inside = np.flatnonzero(inside_mask)
+    outside = np.flatnonzero(~inside_mask)
+    A = inside if inside.size <= BRIDGE_SAMPLE_INSIDE else rng.choice(inside, BRIDGE_SAMPLE_INSIDE, replace=False)
+    B = outside if outside.size <= BRIDGE_SAMPLE_OUTSIDE else rng.choice(outside, BRIDGE_SAMPLE_OUTSIDE, replace=False)
+    D = pairwise_distances(X[A], X[B], metric="sqeuclidean")
+    a, b = np.unravel_index(int(np.argmin(D)), D.shape)
+    i, j = int(A[a]), int(B[b])
+
+    def nearest(row, among):
+        d2 = sqn - 2.0 * (X @ X[row]) + sqn[row]
+        d2[~among] = np.inf
+        t = int(np.argmin(d2))
+        return t, float(np.sqrt(max(d2[t], 0.0)))
+
+    for _ in range(BRIDGE_REFINE):
+        j2, dist = nearest(i, ~inside_mask)
+        i2, dist = nearest(j2, inside_mask)
+        if (i2, j2) == (i, j):
+            break
+        i, j = i2, j2
+    dist = float(np.sqrt(max(sqn[i] - 2.0 * float(X[i] @ X[j]) + sqn[j], 0.0)))
+    return (min(i, j), max(i, j), dist)
 
 
 def add_gaussian_edges(W, edges, sigma, floor):

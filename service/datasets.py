@@ -19,23 +19,17 @@ from .auth import listing_scope, require_owned, tenant
 from .limits import check_quota
 from .errors import ApiError, check_page_token, problem_docs
 from .idempotency import idempotent
+from .ingest import check_limits, limits_of
 from .uploads import binary_request, check_row_lists, create_binary_dataset, dataset_from_upload
 
 blp = Blueprint("datasets", __name__, url_prefix="/v1/datasets", description="Upload and manage datasets")
 
 
 def check_size(X, min_rows=2):
-    cfg = current_app.config
+    """413 past ``SHOAL_MAX_ROWS`` / ``SHOAL_MAX_FEATURES`` / ``SHOAL_MAX_CELLS`` (as a binary body's,
+    :func:`service.ingest.check_limits`), 422 for fewer than ``min_rows`` rows, at ``/data``."""
     n, d = X.shape
-    if n > cfg["SHOAL_MAX_ROWS"]:
-        raise ApiError(413, "too_large", f"data has {n} rows, at most {cfg['SHOAL_MAX_ROWS']} are allowed",
-                       errors={"/data": [f"at most {cfg['SHOAL_MAX_ROWS']} rows"]})
-    if d > cfg["SHOAL_MAX_FEATURES"]:
-        raise ApiError(413, "too_large", f"data has {d} columns, at most {cfg['SHOAL_MAX_FEATURES']} are allowed",
-                       errors={"/data": [f"at most {cfg['SHOAL_MAX_FEATURES']} columns"]})
-    if n * d > cfg["SHOAL_MAX_CELLS"]:
-        raise ApiError(413, "too_large", f"data has {n * d} cells, at most {cfg['SHOAL_MAX_CELLS']} are allowed",
-                       errors={"/data": [f"at most {cfg['SHOAL_MAX_CELLS']} cells"]})
+    check_limits(n, d, limits_of(current_app.config))
     if n < min_rows:
         raise ApiError(422, "invalid_input", f"data needs at least {min_rows} rows",
                        errors={"/data": [f"at least {min_rows} rows"]})

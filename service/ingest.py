@@ -3,17 +3,22 @@
 Nothing here holds the whole matrix in memory: a body is copied to a file of the data directory's
 ``tmp/`` in 1 MiB pieces (:func:`receive`), a ``.npy`` file is checked in slices of about 16 MiB
 and becomes the matrix file as it is (:func:`check_npy`), and a table is read one record batch at a
-time into a new ``.npy`` file (:func:`table_to_npy`). Each problem is the 4xx the JSON upload gives
+time into a new ``.npy`` file (:func:`table_to_npy`). The size limits of a JSON upload
+(``SHOAL_MAX_ROWS``, ``SHOAL_MAX_FEATURES``, ``SHOAL_MAX_CELLS``; :func:`check_limits`) bound them too,
+from a ``.npy`` header or a Parquet footer before any row is read. Each problem is the 4xx the JSON upload gives
 for the same fault, at the same pointer (``/data``, ``/labels``, ``/item_ids``).
 """
 
 import hashlib
+import io
 import os
 import struct
+from collections import namedtuple
 
 import numpy as np
 
 from clustering.validation import MAX_ABS_VALUE
+from schemas.items import MAX_TEXT, clean_item
 
 from .errors import ApiError
 
@@ -26,6 +31,8 @@ PIECE = 1 << 20
 SLICE = 1 << 24
 _DTYPES = (np.dtype("<f4"), np.dtype("<f8"))
 HEADER_BYTES = 128
+#: Longest ``.npy`` header read (numpy's ``max_header_size``).
+HEADER_LIMIT = 10_000
 #: Rows of a Parquet file read at a time (a few MiB of embeddings).
 BATCH_ROWS = 4096
 
@@ -40,7 +47,7 @@ def too_large(limit):
                     errors={"/": [f"at most {limit} bytes"]})
 
 
-def receive(stream, out, limit, length=None, already=0):
+def receive(stream, out, limit, length=None, already=0, first=None):
     """Copy a request body to an open file in :data:`PIECE` pieces; returns the bytes copied.
 
     Parameters
@@ -54,6 +61,9 @@ def receive(stream, out, limit, length=None, already=0):
         The body's ``Content-Length``; None for a chunked body (read to its end).
     already : int
         Bytes the file held before.
+    first : callable or None
+        ``first(stream)`` reads the body's first bytes, returns them and may raise to refuse the body
+        from its header before the rest is read (:func:`npy_header_check`).
 
     Raises
     ------
@@ -65,6 +75,19 @@ def receive(stream, out, limit, length=None, already=0):
     if length is not None and already + length > limit:
         raise too_large(limit)
     got = 0
+    if first is not None:
+        try:
+            head = first(stream)
+        except ApiError:
+            raise
+        except Exception:  # noqa: BLE001 - the client went away
+            head = b""
+        got = len(head)
+        if already + got > limit:
+            raise too_large(limit)
+        out.write(head)
+        if not head:
+            length = got
     while length is None or got < length:
         want = PIECE if length is None else min(PIECE, length - got)
         try:
@@ -73,6 +96,8 @@ def receive(stream, out, limit, length=None, already=0):
             break
         if not piece:
             break
+        if first is not None and got == 0:
+            first(piece)
         got += len(piece)
         if already + got > limit:
             raise too_large(limit)
@@ -81,15 +106,15 @@ def receive(stream, out, limit, length=None, already=0):
     return got
 
 
-def check_npy(path, max_features):
+def check_npy(path, limits):
     """Check a ``.npy`` file as a dataset matrix; returns ``{"path", "checksum", "dtype", "shape"}``.
 
     Parameters
     ----------
     path : str
         The file (the whole upload).
-    max_features : int
-        ``SHOAL_MAX_FEATURES``.
+    limits : Limits
+        ``SHOAL_MAX_ROWS``, ``SHOAL_MAX_FEATURES``, ``SHOAL_MAX_CELLS`` (:func:`limits_of`).
 
     Raises
     ------
@@ -97,30 +122,16 @@ def check_npy(path, max_features):
         422 at ``/data`` for a file that is not ``.npy`` version 1 or 2, a dtype other than
         little-endian float32 / float64, Fortran order, not 2-D, fewer than 2 rows, a size that
         does not match its header, or a cell that is not finite or beyond ``±1e100`` (the first,
-        as ``data[r][c]``); 413 for more than ``max_features`` columns.
+        as ``data[r][c]``); 413 at ``/data`` for more rows, columns or cells than ``limits``
+        (from the header, before any cell is read).
     """
     with open(path, "rb") as f:
-        try:
-            version = np.lib.format.read_magic(f)
-            read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
-            if version not in read:
-                raise ValueError(f"version {version[0]}.{version[1]} is not read here (1.0 and 2.0 are)")
-            shape, fortran, dtype = read[version](f, max_header_size=10_000)
-        except Exception as exc:  # noqa: BLE001 - numpy's header parser raises ValueError, SyntaxError, TokenError ...
-            raise _invalid("/data", f"not a .npy file: {exc}") from exc
+        dtype, (n, d) = _npy_header(f, limits)
         start = f.tell()
-        if dtype not in _DTYPES:
-            raise _invalid("/data", f"dtype {dtype.str} is not taken: send little-endian float32 or float64 (<f4, <f8)")
-        if fortran:
-            raise _invalid("/data", "is in Fortran order: send it C-ordered (np.ascontiguousarray)")
-        if len(shape) != 2:
-            raise _invalid("/data", f"has shape {shape}: send a 2-D matrix, one row per item")
-        n, d = shape
-        check_shape(n, d, max_features)
         need = n * d * dtype.itemsize
         have = os.path.getsize(path) - start
         if have != need:
-            raise _invalid("/data", f"holds {have} bytes of data; shape {shape} of {dtype.name} needs {need}")
+            raise _invalid("/data", f"holds {have} bytes of data; shape {(n, d)} of {dtype.name} needs {need}")
         sha = hashlib.sha256()
         rows = max(1, SLICE // (d * dtype.itemsize))
         buf = bytearray(rows * d * dtype.itemsize)
@@ -134,11 +145,77 @@ def check_npy(path, max_features):
     return {"path": path, "checksum": sha.hexdigest(), "dtype": dtype.name, "shape": [int(n), int(d)]}
 
 
-def check_shape(n, d, max_features):
-    """422 for fewer than 2 rows or no column, 413 for more than ``max_features`` columns."""
-    if d > max_features:
-        raise ApiError(413, "too_large", f"data has {d} columns, at most {max_features} are allowed",
-                       errors={"/data": [f"at most {max_features} columns"]})
+def _npy_header(f, limits):
+    """Read and check a ``.npy`` header from ``f`` (at its start); returns ``(dtype, (n, d))``."""
+    try:
+        version = np.lib.format.read_magic(f)
+        read = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+        if version not in read:
+            raise ValueError(f"version {version[0]}.{version[1]} is not read here (1.0 and 2.0 are)")
+        shape, fortran, dtype = read[version](f, max_header_size=HEADER_LIMIT)
+    except Exception as exc:  # noqa: BLE001 - numpy's header parser raises ValueError, SyntaxError, TokenError ...
+        raise _invalid("/data", f"not a .npy file: {exc}") from exc
+    if dtype not in _DTYPES:
+        raise _invalid("/data", f"dtype {dtype.str} is not taken: send little-endian float32 or float64 (<f4, <f8)")
+    if fortran:
+        raise _invalid("/data", "is in Fortran order: send it C-ordered (np.ascontiguousarray)")
+    if len(shape) != 2:
+        raise _invalid("/data", f"has shape {shape}: send a 2-D matrix, one row per item")
+    n, d = shape
+    check_shape(n, d, limits)
+    return dtype, (n, d)
+
+
+def npy_header_check(limits):
+    """A ``first`` for :func:`receive`: read a ``.npy`` body's header alone, 413 past ``limits``.
+
+    Only the header's bytes are read (its length is in its first 12), so a file too large is refused
+    before its rows are sent. Any other fault of the header is left to :func:`check_npy`.
+    """
+    def check(stream):
+        head = stream.read(12)
+        if len(head) == 12 and head[:6] == b"\x93NUMPY" and head[6] in (1, 2):
+            size = struct.unpack("<H", head[8:10])[0] + 10 if head[6] == 1 else struct.unpack("<I", head[8:12])[0] + 12
+            if size <= HEADER_LIMIT:
+                head += stream.read(size - 12)
+                try:
+                    _npy_header(io.BytesIO(head), limits)
+                except ApiError as exc:
+                    if exc.status == 413:
+                        raise
+        return head
+    return check
+
+
+class Limits(namedtuple("Limits", "max_rows max_features max_cells")):
+    """The size limits of a dataset: ``SHOAL_MAX_ROWS``, ``SHOAL_MAX_FEATURES``, ``SHOAL_MAX_CELLS``."""
+
+
+def limits_of(config):
+    """The :class:`Limits` of an app's ``config``."""
+    return Limits(config["SHOAL_MAX_ROWS"], config["SHOAL_MAX_FEATURES"], config["SHOAL_MAX_CELLS"])
+
+
+def check_limits(n, d, limits, pointer="/data"):
+    """413 ``too_large`` at ``pointer`` for more rows, columns or cells than ``limits``.
+
+    The JSON upload's check (:func:`service.datasets.check_size`) and every binary one's: the same
+    problem for the same matrix, whatever its encoding. ``n`` may be a lower bound (rows counted so far).
+    """
+    if n > limits.max_rows:
+        raise ApiError(413, "too_large", f"data has {n} rows, at most {limits.max_rows} are allowed",
+                       errors={pointer: [f"at most {limits.max_rows} rows"]})
+    if d > limits.max_features:
+        raise ApiError(413, "too_large", f"data has {d} columns, at most {limits.max_features} are allowed",
+                       errors={pointer: [f"at most {limits.max_features} columns"]})
+    if n * d > limits.max_cells:
+        raise ApiError(413, "too_large", f"data has {n * d} cells, at most {limits.max_cells} are allowed",
+                       errors={pointer: [f"at most {limits.max_cells} cells"]})
+
+
+def check_shape(n, d, limits):
+    """413 past ``limits`` (:func:`check_limits`), 422 for fewer than 2 rows or no column."""
+    check_limits(n, d, limits)
     if n < 2 or d < 1:
         raise _invalid("/data", f"has shape ({n}, {d}): at least 2 rows and 1 column are needed")
 
@@ -165,7 +242,7 @@ def npy_header(dtype, shape):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(text)) + text.encode("latin1")
 
 
-def table_to_npy(path, kind, out, max_features):
+def table_to_npy(path, kind, out, limits):
     """Convert a Parquet file or an Arrow IPC stream to a ``.npy`` matrix file, one batch at a time.
 
     Parameters
@@ -175,20 +252,25 @@ def table_to_npy(path, kind, out, max_features):
     kind : {PARQUET, ARROW_STREAM}
     out : binary file, open for writing (empty)
         Receives the matrix.
-    max_features : int
+    limits : Limits
+        ``SHOAL_MAX_ROWS``, ``SHOAL_MAX_FEATURES``, ``SHOAL_MAX_CELLS``: a Parquet file's row count
+        is checked from its footer before any row is read, an Arrow stream's batch by batch.
 
     Returns
     -------
     upload : dict
         ``{"path", "checksum", "dtype", "shape"}`` of ``out``.
-    labels, item_ids : list or None
-        From the columns ``label`` (integers or strings) and ``item_id`` (strings), when present.
+    labels, item_ids, items : list or None
+        From the columns ``label`` (integers or strings), ``item_id`` (strings) and ``text`` (strings
+        or nulls: each row's item ``{"text": ...}``, None for a null, as ``PUT /v1/datasets/{id}/items``
+        stores them), when present.
 
     Notes
     -----
     The features are either one fixed-size-list column (an embedding per row) or every numeric
-    column but ``label`` and ``item_id``; a ``text`` column is taken and not kept. float32 when
-    every feature column is float32, else float64. A null or NaN cell is a 422 at ``/data``.
+    column but ``label``, ``item_id`` and ``text``. float32 when every feature column is float32,
+    else float64. A null or NaN cell is a 422 at ``/data``; a text longer than
+    :data:`schemas.items.MAX_TEXT` characters a 422 at ``/items``.
     """
     import pyarrow as pa
 
@@ -199,13 +281,17 @@ def table_to_npy(path, kind, out, max_features):
             # read page by page (buffer_size), not a whole column chunk (a row group's embeddings) at once
             table = pq.ParquetFile(path, buffer_size=PIECE, pre_buffer=False)
             schema, batches = table.schema_arrow, table.iter_batches(batch_size=BATCH_ROWS)
+            total = table.metadata.num_rows
         else:
             reader = pa.ipc.open_stream(pa.OSFile(path))
-            schema, batches = reader.schema, reader
-        features, dtype, d = _features(schema, max_features)
+            schema, batches, total = reader.schema, reader, None
+        features, dtype, d = _features(schema, limits)
+        if total is not None:
+            check_limits(total, d, limits)  # the footer's count: nothing read yet
         out.write(npy_header(dtype, (0, d)))
-        sha, n, labels, ids = hashlib.sha256(), 0, [], []
+        sha, n, labels, ids, texts = hashlib.sha256(), 0, [], [], []
         for batch in batches:
+            check_limits(n + batch.num_rows, d, limits)  # an Arrow stream tells its length as it goes
             block = _block(batch, schema, features, dtype, d)
             check_cells(block, n, features if len(features) > 1 else None)
             data = np.ascontiguousarray(block).data
@@ -215,6 +301,8 @@ def table_to_npy(path, kind, out, max_features):
                 labels += _labels(batch.column(schema.get_field_index(LABEL)), n)
             if ITEM_ID in schema.names:
                 ids += _item_ids(batch.column(schema.get_field_index(ITEM_ID)), n)
+            if TEXT in schema.names:
+                texts += _texts(batch.column(schema.get_field_index(TEXT)), n)
             n += batch.num_rows
     except ApiError:
         raise
@@ -223,20 +311,25 @@ def table_to_npy(path, kind, out, max_features):
                        f"{exc}") from exc
     finally:
         pa.default_memory_pool().release_unused()  # give the batches' memory back to the system
-    check_shape(n, d, max_features)
+    check_shape(n, d, limits)
     if ITEM_ID in schema.names and len(set(ids)) != len(ids):
         raise _invalid("/item_ids", "an item id occurs more than once")
     out.seek(0)
     out.write(npy_header(dtype, (n, d)))
     out.flush()
     upload = {"path": out.name, "checksum": sha.hexdigest(), "dtype": np.dtype(dtype).name, "shape": [n, d]}
-    return upload, (labels if LABEL in schema.names else None), (ids if ITEM_ID in schema.names else None)
+    items = [clean_item({"text": t}) for t in texts] if TEXT in schema.names else None
+    return upload, (labels if LABEL in schema.names else None), (ids if ITEM_ID in schema.names else None), items
 
 
-def _features(schema, max_features):
+def _features(schema, limits):
     import pyarrow as pa
 
     names = [f.name for f in schema if f.name not in (LABEL, ITEM_ID, TEXT)]
+    if TEXT in schema.names and not (pa.types.is_string(schema.field(TEXT).type)
+                                     or pa.types.is_large_string(schema.field(TEXT).type)
+                                     or pa.types.is_null(schema.field(TEXT).type)):
+        raise _invalid("/items", f"column {TEXT!r} is {schema.field(TEXT).type}: it must hold strings (or nulls)")
     if not names:
         raise _invalid("/data", "the table has no feature column (only label, item_id, text)")
     first = schema.field(names[0])
@@ -251,8 +344,8 @@ def _features(schema, max_features):
         if not (pa.types.is_floating(t) or pa.types.is_integer(t)):
             raise _invalid("/data", f"column {name!r} is {t}: every feature column must be numeric, or one "
                            "fixed-size list column hold the embeddings")
-    if len(names) > max_features:
-        check_shape(2, len(names), max_features)
+    if len(names) > limits.max_features:
+        check_limits(2, len(names), limits)
     dtype = np.float32 if all(pa.types.is_float32(schema.field(n).type) for n in names) else np.float64
     return names, dtype, len(names)
 
@@ -287,4 +380,12 @@ def _item_ids(col, row0):
     for i, v in enumerate(values):
         if not isinstance(v, str) or not 1 <= len(v) <= 200:
             raise _invalid("/item_ids", f"item_ids[{row0 + i}] must be a string of 1 to 200 characters")
+    return values
+
+
+def _texts(col, row0):
+    values = col.to_pylist()
+    for i, v in enumerate(values):
+        if v is not None and len(v) > MAX_TEXT:
+            raise _invalid("/items", f"items[{row0 + i}].text has {len(v)} characters, at most {MAX_TEXT}")
     return values

@@ -24,7 +24,7 @@ from workers.records import is_record_id
 from . import doc_headers, get_store
 from .auth import require_owned, tenant
 from .errors import ApiError, problem_docs
-from .ingest import NPY, check_npy, receive, table_to_npy
+from .ingest import NPY, check_npy, limits_of, npy_header_check, receive, table_to_npy
 from .limits import check_quota
 
 blp = Blueprint("uploads", __name__, url_prefix="/v1/uploads",
@@ -51,7 +51,9 @@ def create_binary_dataset(name=None):
     """``POST /v1/datasets`` with a binary body: stream it to the data directory, check, store.
 
     Returns the dataset's metadata (the view answers 201). Labels and item ids come in the table's
-    ``label`` / ``item_id`` columns, or for ``.npy`` in ``PATCH /v1/datasets/{id}`` afterwards.
+    ``label`` / ``item_id`` columns, or for ``.npy`` in ``PATCH /v1/datasets/{id}`` afterwards; a
+    table's ``text`` column becomes the rows' item content. A ``.npy`` header past the size limits is a
+    413 before the rows are read.
     """
     cfg, store = current_app.config, get_store()
     if name is not None and len(name) > 200:
@@ -60,7 +62,8 @@ def create_binary_dataset(name=None):
     try:
         with tmp:
             length = _body_length()
-            got = receive(request.environ["wsgi.input"], tmp, cfg["SHOAL_MAX_UPLOAD_BYTES"], length)
+            first = npy_header_check(limits_of(cfg)) if request.mimetype == NPY else None
+            got = receive(request.environ["wsgi.input"], tmp, cfg["SHOAL_MAX_UPLOAD_BYTES"], length, first=first)
         if length is not None and got < length:
             raise ApiError(400, "bad_request", f"the body was cut off after {got} of {length} bytes")
         return dataset_from_file(store, tmp.name, request.mimetype, name=name)
@@ -72,22 +75,27 @@ def dataset_from_file(store, path, content_type, *, name=None, labels=None, item
     """Check or convert the binary file at ``path`` and store it as a dataset; returns its metadata.
 
     ``labels`` / ``item_ids`` (from a JSON body, already checked for type) must match the row count.
+    The size limits of a JSON upload (``SHOAL_MAX_ROWS``, ``SHOAL_MAX_FEATURES``, ``SHOAL_MAX_CELLS``)
+    apply: 413 at ``/data``. A table's ``text`` column is stored as the rows' items.
     The file is moved into place (``.npy``) or converted and left for the caller to remove.
     """
-    max_features = current_app.config["SHOAL_MAX_FEATURES"]
-    out = None
+    limits = limits_of(current_app.config)
+    out, items = None, None
     try:
         if content_type == NPY:
-            upload = check_npy(path, max_features)
+            upload = check_npy(path, limits)
         else:
             out = store.matrix_files.temp_file(suffix=".npy")
             with out:
-                upload, t_labels, t_ids = table_to_npy(path, content_type, out, max_features)
+                upload, t_labels, t_ids, items = table_to_npy(path, content_type, out, limits)
             labels = t_labels if labels is None else labels
             item_ids = t_ids if item_ids is None else item_ids
         check_row_lists(upload["shape"][0], labels, item_ids)
         check_quota("max_stored_bytes", os.path.getsize(upload["path"]))
-        return store.put_dataset(upload=upload, name=name, labels=labels, item_ids=item_ids, owner=tenant())
+        meta = store.put_dataset(upload=upload, name=name, labels=labels, item_ids=item_ids, owner=tenant())
+        if items is not None:
+            meta["has_items"] = store.put_items(meta["id"], items)
+        return meta
     finally:
         if out is not None:
             _unlink(out.name)
@@ -188,8 +196,9 @@ def append_upload(upload_id):
             limit = min(limit, rec["length"])
         with open(store.upload_path(upload_id), "r+b") as f:
             f.seek(offset)
+            first = npy_header_check(limits_of(current_app.config)) if offset == 0 and rec["content_type"] == NPY else None
             try:
-                got = receive(request.environ["wsgi.input"], f, limit, _body_length(), already=offset)
+                got = receive(request.environ["wsgi.input"], f, limit, _body_length(), already=offset, first=first)
             finally:
                 f.truncate(f.tell())
         return "", 204, {OFFSET: str(offset + got)}

@@ -18,7 +18,9 @@ from sklearn.utils import check_random_state
 from .._constraints import MUST_LINK
 from .._graph import degrees, normalized_adjacency
 from .._spectral import (
+    AMG_ROWS,
     SPARSE_ARPACK_MAXITER,
+    amg_top_eigenvectors,
     fix_signs,
     lanczos_top_eigenvectors,
     lobpcg_top_eigenvectors,
@@ -131,8 +133,10 @@ def _laplacian_eigenpairs(W, m, random_state):
     n <= 12000, ARPACK
     shift-invert on the sparse L; above that, ``eigsh(S, which="LA")`` on
     ``S = D^{-1/2} W D^{-1/2}`` (no factorisation, O(nnz m) memory), and the
-    shift-invert ladder below only when that fails, up to 20000 rows. Never a
-    dense n x n matrix above n = 1000.
+    shift-invert ladder below only when that fails, up to 20000 rows; above
+    :data:`clustering._spectral.AMG_ROWS` (100 000) rows, LOBPCG preconditioned by
+    algebraic multigrid (:func:`clustering._spectral.amg_top_eigenvectors`, solver
+    ``"lobpcg-amg"``). Never a dense n x n matrix above n = 1000.
 
     Shift-invert tries the shifts -1e-3, -1e-6, -1e-9, -1e-12 in turn (L minus
     a negative shift is positive definite, also on a disconnected graph where
@@ -177,6 +181,9 @@ def _laplacian_eigenpairs(W, m, random_state):
         order = np.argsort(phi, kind="stable")
         return phi[order], np.ascontiguousarray(V[:, order]), isolated, "components"
     rng = check_random_state(random_state)
+    if n > AMG_ROWS:  # only there: LOBPCG with a multigrid preconditioner (as spectral_learning's)
+        mu, F = amg_top_eigenvectors(S, m, rng)
+        return 1.0 - mu, np.ascontiguousarray(F), isolated, "lobpcg-amg"
     v0 = rng.uniform(-1.0, 1.0, n)
     if n > _SHIFT_INVERT_MAX:
         try:

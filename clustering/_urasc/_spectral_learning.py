@@ -15,7 +15,7 @@ from threadpoolctl import threadpool_limits
 
 from ._certain_sets import _DK, _NO, _YES, _seed
 from .._graph import discriminant_knn_graph, normalized_adjacency
-from .._spectral import full_generalized_embedding, generalized_embedding, kmeans_labels
+from .._spectral import AMG_ROWS, amg_top_eigenvectors, full_generalized_embedding, generalized_embedding, kmeans_labels
 
 _DENSE_FULL_EIG_LIMIT = 1000  # all eigenpairs (exact U6) up to this n by default
 _SPREAD_DIRECT_LIMIT = 5000  # label spreading: sparse direct solve up to this n, CG above
@@ -211,6 +211,9 @@ class SpectralLearningMixin:
             M = sp.csr_matrix(Dm @ W @ Dm)
         else:
             M = W * inv[:, None] * inv[None, :]
+        if self._sparse and n > AMG_ROWS:  # only there: LOBPCG with a multigrid preconditioner
+            mu, U = amg_top_eigenvectors(M, q, np.random.RandomState(seed % (2**32)))
+            return U * inv[:, None], 1.0 - mu
         v0 = self._eig_v0 if self._eig_v0 is not None else \
             np.random.default_rng(seed).uniform(-1, 1, n)
         try:

@@ -44,3 +44,43 @@ def test_multigrid_lobpcg_finds_the_lanczos_eigenpairs():
     q, _ = np.linalg.qr(vecs)
     cos = np.linalg.svd(want_vecs.T @ q, compute_uv=False)
     assert cos.min() > 0.999, cos
+
+
+def test_approximate_neighbours_are_searched_once_for_several_k():
+    """URASC asks for 10, 20 and 7 neighbours of the same rows: one search, the same lists truncated."""
+    X, _ = make_blobs(n_samples=2500, n_features=24, centers=5, random_state=3)
+    d20, i20 = knn_distances(X, 20, approx_above=1000)
+    d7, i7 = knn_distances(X, 7, approx_above=1000)
+    np.testing.assert_array_equal(i7, i20[:, :7])
+    np.testing.assert_array_equal(d7, d20[:, :7])
+    i7[:] = -1  # the caller's copy: the kept lists do not change
+    assert (knn_distances(X, 7, approx_above=1000)[1] >= 0).all()
+    Y = X.copy()
+    Y[0] += 100.0  # another matrix: searched again
+    assert knn_distances(Y, 7, approx_above=1000)[1][0].tolist() != i20[0, :7].tolist()
+
+
+def test_approximate_bridges_connect_the_graph_with_short_edges():
+    from scipy.sparse.csgraph import connected_components
+    from sklearn.metrics import pairwise_distances
+
+    from clustering._graph import component_bridges
+
+    X, y = make_blobs(n_samples=3000, n_features=32, centers=6, cluster_std=0.5, random_state=4)
+    W, _ = knn_gaussian_graph(X, 10)
+    n_comp, lab = connected_components(W, directed=False)
+    assert n_comp >= 4
+    exact, _ = component_bridges(X, W, skip_largest=True)
+    approx, n_before = component_bridges(X, W, skip_largest=True, approx_above=1000)
+    assert n_before == n_comp
+    E = sp.csr_matrix((np.ones(len(approx)), ([e[0] for e in approx], [e[1] for e in approx])), shape=W.shape)
+    assert connected_components(W + E, directed=False)[0] == 1
+    for i, j, dist in approx:
+        np.testing.assert_allclose(dist, np.linalg.norm(X[i] - X[j]), rtol=1e-9)
+    # each edge is within 10% of the shortest edge out of its component (exact: the true nearest pairs)
+    D = pairwise_distances(X)
+    for i, j, dist in approx[:n_comp - 1]:
+        c = lab[i]
+        inside = lab == c
+        assert dist <= 1.1 * D[np.ix_(inside, ~inside)].min()
+    assert sum(e[2] for e in approx) <= 1.2 * sum(e[2] for e in exact)

@@ -70,3 +70,53 @@ def test_a_job_runs_on_a_float32_npy_dataset_labelled_afterwards(live):
     assert rec["state"] == "SUCCEEDED", rec
     result = requests.get(f"{live}/v1/jobs/{job['id']}/result", timeout=30).json()
     assert result["metrics"]["ari"] > 0.9, result["metrics"]
+
+
+def test_a_npy_header_past_max_rows_is_refused_before_its_rows_are_sent(live):
+    """gunicorn: the header of a 10**6-row file (64 MB announced) and 4 KiB of it arrive (gunicorn reads
+    1 KiB at least), no more; the 413 comes anyway."""
+    header = io.BytesIO()
+    np.lib.format.write_array_header_1_0(header, {"descr": "<f8", "fortran_order": False, "shape": (10**6, 8)})
+    head = header.getvalue()
+    url = urlparse(live)
+    req = (f"POST /v1/datasets HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/x-npy\r\n"
+           f"Content-Length: {len(head) + 10**6 * 64}\r\nConnection: close\r\n\r\n").encode()
+    reply = b""
+    with socket.create_connection((url.hostname, url.port), timeout=20) as s:
+        s.sendall(req + head + b"\0" * 4096)
+        try:
+            while not reply.rstrip().endswith(b"}"):
+                piece = s.recv(65536)
+                if not piece:
+                    break
+                reply += piece
+        except TimeoutError:
+            pass
+    status, _, rest = reply.partition(b"\r\n")
+    assert b" 413 " in status, reply[:500]
+    assert b"application/problem+json" in rest and b"at most 5000 rows" in rest, reply[:800]
+
+
+def test_a_parquet_table_with_text_labels_and_ids_over_http(live):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    X = np.random.default_rng(6).normal(size=(300, 16)).astype(np.float32)
+    table = pa.table({"embedding": pa.FixedSizeListArray.from_arrays(pa.array(X.ravel()), 16),
+                      "text": [f"sentence {i}" for i in range(300)], "label": [i % 4 for i in range(300)],
+                      "item_id": [f"doc-{i}" for i in range(300)]})
+    buf = io.BytesIO()
+    pq.write_table(table, buf, row_group_size=64)
+    r = requests.post(f"{live}/v1/datasets?name=docs", data=buf.getvalue(),
+                      headers={"Content-Type": "application/vnd.apache.parquet"}, timeout=60)
+    assert r.status_code == 201, r.text
+    meta = r.json()
+    assert (meta["n_samples"], meta["n_features"], meta["n_classes"]) == (300, 16, 4)
+    assert meta["has_items"] and meta["has_labels"] and meta["has_item_ids"]
+    assert requests.get(f"{live}/v1/datasets/{meta['id']}", timeout=30).json()["has_items"]
+    big = pa.table({"embedding": pa.FixedSizeListArray.from_arrays(pa.array(np.zeros(5001 * 2)), 2)})
+    buf = io.BytesIO()
+    pq.write_table(big, buf)
+    r = requests.post(f"{live}/v1/datasets", data=buf.getvalue(),
+                      headers={"Content-Type": "application/vnd.apache.parquet"}, timeout=60)
+    assert r.status_code == 413 and r.json()["errors"] == {"/data": ["at most 5000 rows"]}, r.text

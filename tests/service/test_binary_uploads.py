@@ -174,3 +174,111 @@ def test_upload_requests_that_are_wrong(client):
     assert client.delete(f"/v1/uploads/{uid}").status_code == 204
     assert client.head(f"/v1/uploads/{uid}").status_code == 404
     assert client.get("/v1/uploads/up_..").status_code == 404
+
+
+def _cells_table(n, d):
+    return embeddings_table(np.ones((n, d), dtype=np.float32))
+
+
+@pytest.mark.parametrize("encode, kind", [(npy_bytes, NPY), (parquet_bytes, PARQUET), (arrow_bytes, ARROW)])
+def test_binary_bodies_have_the_json_size_limits(app, client, store, encode, kind):
+    """SHOAL_MAX_ROWS (5000 here), SHOAL_MAX_CELLS and SHOAL_MAX_FEATURES bound every encoding as JSON."""
+    def post(n, d):
+        X = np.ones((n, d), dtype=np.float32)
+        return client.post("/v1/datasets", data=encode(X) if kind == NPY else encode(_cells_table(n, d)),
+                           content_type=kind)
+
+    r = post(5001, 2)
+    assert r.status_code == 413 and r.mimetype == PROBLEM and r.json["code"] == "too_large", r.json
+    assert r.json["errors"] == {"/data": ["at most 5000 rows"]}
+    json_twin = client.post("/v1/datasets", json={"data": [[1.0, 1.0]] * 5001})
+    assert (json_twin.status_code, json_twin.json["errors"]) == (413, r.json["errors"])  # the same problem
+    app.config["SHOAL_MAX_CELLS"] = 100
+    r = post(30, 4)
+    assert r.status_code == 413 and r.json["errors"] == {"/data": ["at most 100 cells"]}, r.json
+    app.config["SHOAL_MAX_FEATURES"] = 3
+    r = post(10, 4)
+    assert r.status_code == 413 and r.json["errors"] == {"/data": ["at most 3 columns"]}, r.json
+    assert post(20, 3).status_code == 201  # at the limits
+    assert not store.matrix_files.stale_temp_files(-1)
+
+
+def test_a_npy_header_past_the_limits_is_413_before_its_rows(client):
+    """The header says 10**9 rows and no row follows: the answer is the size, not the missing bytes."""
+
+    raw = np.lib.format.header_data_from_array_1_0(np.ones((2, 8)))
+    raw["shape"] = (10**9, 8)
+    buf = io.BytesIO()
+    np.lib.format.write_array_header_1_0(buf, raw)
+    r = client.post("/v1/datasets", data=buf.getvalue() + b"\0" * 64, content_type=NPY)
+    assert r.status_code == 413 and "at most 5000 rows" in r.json["errors"]["/data"][0], r.json
+
+
+
+def test_resumable_uploads_have_the_size_limits(client, store):
+    chunk = "application/offset+octet-stream"
+    raw = npy_bytes(np.ones((6000, 2)))
+    uid = client.post("/v1/uploads", json={"content_type": NPY, "length": len(raw)}).json["id"]
+    r = client.patch(f"/v1/uploads/{uid}", data=raw, content_type=chunk, headers={"Upload-Offset": "0"})
+    assert r.status_code == 413 and r.json["errors"] == {"/data": ["at most 5000 rows"]}, r.json
+    assert client.head(f"/v1/uploads/{uid}").headers["Upload-Offset"] == "0"  # nothing kept
+    raw = parquet_bytes(_cells_table(6000, 2))  # a table's rows are known at its footer: checked on POST
+    uid = client.post("/v1/uploads", json={"content_type": PARQUET, "length": len(raw)}).json["id"]
+    r = client.patch(f"/v1/uploads/{uid}", data=raw, content_type=chunk, headers={"Upload-Offset": "0"})
+    assert r.status_code == 204
+    r = client.post("/v1/datasets", json={"upload_id": uid})
+    assert r.status_code == 413 and r.json["errors"] == {"/data": ["at most 5000 rows"]}, r.json
+    assert not store.matrix_files.stale_temp_files(-1)
+
+
+@pytest.mark.parametrize("encode", [parquet_bytes, arrow_bytes])
+def test_a_text_column_becomes_the_rows_items_as_put_items_stores_them(client, store, encode):
+    n = 12
+    X = np.random.default_rng(3).normal(size=(n, 5)).astype(np.float32)
+    texts = [None if i % 4 == 3 else f"sentence {i} <b>not html</b>" for i in range(n)]
+    table = embeddings_table(X, text=pa.array(texts, pa.string()), label=pa.array([i % 3 for i in range(n)]),
+                             item_id=pa.array([f"doc-{i}" for i in range(n)]))
+    kind = PARQUET if encode is parquet_bytes else ARROW
+    r = client.post("/v1/datasets", data=encode(table), content_type=kind)
+    assert r.status_code == 201, r.json
+    assert r.json["has_items"] and r.json["has_labels"] and r.json["has_item_ids"] and r.json["n_classes"] == 3
+    did = r.json["id"]
+    got = store.get_items(did, range(n))
+    assert got[0] == {"text": "sentence 0 <b>not html</b>"} and got[3] is None
+    assert store.load_dataset(did)[1:] == ([i % 3 for i in range(n)], [f"doc-{i}" for i in range(n)])
+    twin = client.post("/v1/datasets", json={"data": X.astype(float).tolist()}).json["id"]
+    r = client.put(f"/v1/datasets/{twin}/items", json={"items": [{"text": t} for t in texts]})
+    assert r.status_code == 200 and r.json["n_items"] == n - n // 4
+    assert store.get_items(twin, range(n)) == got  # the same stored form as PUT .../items
+    assert client.get(f"/v1/datasets/{did}").json["has_items"]
+
+
+def test_a_resumable_table_upload_keeps_its_text_labels_and_ids(client, store):
+    X = np.random.default_rng(4).normal(size=(40, 3))
+    table = pa.table({"a": X[:, 0], "b": X[:, 1], "c": X[:, 2], "text": [f"t{i}" for i in range(40)],
+                      "label": [f"k{i % 2}" for i in range(40)], "item_id": [f"i{i}" for i in range(40)]})
+    raw = parquet_bytes(table)
+    uid = client.post("/v1/uploads", json={"content_type": PARQUET, "length": len(raw)}).json["id"]
+    r = client.patch(f"/v1/uploads/{uid}", data=raw, content_type="application/offset+octet-stream",
+                     headers={"Upload-Offset": "0"})
+    assert r.status_code == 204
+    r = client.post("/v1/datasets", json={"upload_id": uid, "name": "docs"})
+    assert r.status_code == 201 and r.json["has_items"] and r.json["n_classes"] == 2, r.json
+    Y, labels, ids = store.load_dataset(r.json["id"])
+    np.testing.assert_array_equal(Y, X)
+    assert labels[:2] == ["k0", "k1"] and ids[-1] == "i39"
+    assert store.get_items(r.json["id"], [0, 39]) == [{"text": "t0"}, {"text": "t39"}]
+
+
+@pytest.mark.parametrize("text, fragment", [
+    (pa.array(["x" * 5001, "y"]), "items[0].text has 5001 characters"),
+    (pa.array([1, 2]), "column 'text' is int64"),
+])
+def test_bad_text_columns_are_422_at_items(client, store, text, fragment):
+    table = pa.table({"a": [1.0, 2.0], "text": text})
+    before = set(store.matrix_files.keys())
+    for data, kind in ((parquet_bytes(table), PARQUET), (arrow_bytes(table), ARROW)):
+        r = client.post("/v1/datasets", data=data, content_type=kind)
+        assert r.status_code == 422, r.json
+        assert any(fragment in m for m in r.json["errors"]["/items"]), r.json
+    assert set(store.matrix_files.keys()) == before
