@@ -223,6 +223,13 @@ def child(name, n, d, k, base_only, n_constraints=N_CONSTRAINTS):
     n_constraints = rest[0] if rest else n_constraints
     t0 = time.perf_counter()
     stages = []
+
+    def report(stage, frac):  # stages reached, on stderr: a probe past its timeout reports its last one
+        step = {"stage": stage, "fraction": round(frac, 3), "at_s": round(time.perf_counter() - t0, 1)}
+        if not stages or stages[-1]["stage"] != stage:
+            stages.append(step)
+        print(json.dumps(step), file=sys.stderr, flush=True)
+
     if kind == "job":
         card = CARDS[what]
         presets = {p["name"]: p["params"] for p in card.presets}
@@ -236,13 +243,7 @@ def child(name, n, d, k, base_only, n_constraints=N_CONSTRAINTS):
         kw = {"n_clusters": k} if "n_clusters" in names else {}
         if "random_state" in names:
             kw["random_state"] = 0
-        if "callback" in names:  # stages reached, on stderr: a probe past its timeout reports its last one
-            def report(stage, frac):
-                step = {"stage": stage, "fraction": round(frac, 3), "at_s": round(time.perf_counter() - t0, 1)}
-                if not stages or stages[-1]["stage"] != stage:
-                    stages.append(step)
-                print(json.dumps(step), file=sys.stderr, flush=True)
-
+        if "callback" in names:
             kw["callback"] = report
         est = cls(**params, **kw)
         fit = {}
@@ -271,11 +272,16 @@ def child(name, n, d, k, base_only, n_constraints=N_CONSTRAINTS):
         triplet = what == "triplet"
         params = (TripletParamsSchema if triplet else URASCParamsSchema)().load({})
         cls = clustering.ActiveDCRC if triplet else clustering.URASC
+        # "initialize" is reported once the graph is built, "done" after the first eigenpairs and
+        # labels; the first pool of questions follows
+        report("graph", 0.0)
         est = cls(n_clusters=k, budget=100, strategy="uncertainty" if triplet else "urasc", random_state=0,
-                  **params).fit(X)
+                  callback=report, **params).fit(X)
         fit_s = time.perf_counter() - t0
+        report("suggest_queries", 1.0)
         est.suggest_queries(20)
-        extra = {}
+        report("questions", 1.0)
+        extra = {"stages": stages}
     return {"seconds": round(time.perf_counter() - t0, 2), "fit_seconds": round(fit_s, 2), **extra}
 
 

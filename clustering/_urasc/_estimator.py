@@ -109,7 +109,8 @@ class URASC(SessionStateMixin, CertainSetsMixin, QuerySelectionMixin, SpectralLe
         Every p != k, or only p > K (§7.2).
     n_eig : int >= 2 or None, default=None
         Eigenpairs used in U6. None: all of them for n <= 1000, else
-        min(n - 1, K + 50) (truncated mode, §6).
+        min(n - 1, K + 50) up to 5000 rows, K + 20 up to 100 000 and K + 10
+        above (truncated mode, §6; LOBPCG's block costs per vector there).
     n_neighbors : int >= 1, default=10
         k of the local kernel's kNN lists; with ``kernel="gaussian"``, k of
         the bandwidth rule (U1) and of the kNN graph (n > 5000). [deviation:

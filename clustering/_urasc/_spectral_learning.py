@@ -175,8 +175,13 @@ class SpectralLearningMixin:
             q = n
         elif n <= 5000:
             q = K + 50
-        else:
+        elif n <= AMG_ROWS:
             q = K + 20
+        else:
+            # LOBPCG's cost per iteration grows with its block (one multigrid cycle per vector and
+            # Rayleigh-Ritz on 3q columns); U6's truncated sum keeps the K + 10 nearest terms,
+            # whose gaps to the first K are the smallest and so weigh most (spec §6 [choice])
+            q = K + 10
         return int(max(min(q, n), min(K + 1, n)))
 
     def _eigenpairs(self, W, q, seed):

@@ -7,6 +7,7 @@ from sklearn.utils import check_random_state
 
 from clustering._graph import APPROX_KNN_ROWS, knn_distances, knn_gaussian_graph, normalized_adjacency
 from clustering._spectral import AMG_ROWS, amg_top_eigenvectors, lanczos_top_eigenvectors
+from clustering._urasc import URASC
 
 
 def test_approximate_neighbours_recall_the_exact_ones():
@@ -84,3 +85,12 @@ def test_approximate_bridges_connect_the_graph_with_short_edges():
         inside = lab == c
         assert dist <= 1.1 * D[np.ix_(inside, ~inside)].min()
     assert sum(e[2] for e in approx) <= 1.2 * sum(e[2] for e in exact)
+
+
+def test_urasc_truncates_to_k_plus_10_eigenpairs_only_above_the_multigrid_threshold():
+    """K + 20 eigenpairs up to AMG_ROWS rows (today's results unchanged), K + 10 above, an explicit
+    n_eig always."""
+    for n_eig, n, want in [(None, 6000, 30), (None, AMG_ROWS, 30), (None, AMG_ROWS + 1, 20), (40, AMG_ROWS + 1, 40)]:
+        est = URASC(n_eig=n_eig)
+        est._n, est._K = n, 10
+        assert est._n_eig() == want, (n_eig, n)
