@@ -6,6 +6,8 @@ the catalogue's names (what a client would send to run it alone).
 """
 
 from dataclasses import dataclass, field
+from functools import partial
+from importlib import import_module
 
 import numpy as np
 
@@ -106,40 +108,13 @@ class Candidate:
         return None
 
 
-def _cop_rf(k, rs, p):
-    from .._cop_rf import COPRF
-
-    return COPRF(n_clusters=k, random_state=rs, **p)
-
-
-def _ccskl(k, rs, p):
-    from .._ccskl import CCSKL
-
-    return CCSKL(n_clusters=k, random_state=rs, **p)
+def _build(name, k, rs, p):
+    """``clustering.<name>(n_clusters=k, random_state=rs, **p)``: the estimator class imported when first built."""
+    return getattr(import_module("..", __package__), name)(n_clusters=k, random_state=rs, **p)
 
 
-def _e2cp(k, rs, p):
-    from ..baselines import E2CP
-
-    return E2CP(n_clusters=k, random_state=rs, **p)
-
-
-def _sl(k, rs, p):
-    from ..baselines import SpectralLearning
-
-    return SpectralLearning(n_clusters=k, random_state=rs, **p)
-
-
-def _sc(k, rs, p):
-    from ..baselines import SpectralClustering
-
-    return SpectralClustering(n_clusters=k, random_state=rs, **p)
-
-
-def _ckm(k, rs, p):
-    from ..baselines import COPKMeans
-
-    return COPKMeans(n_clusters=k, random_state=rs, **p)
+_cop_rf, _ccskl, _e2cp = partial(_build, "COPRF"), partial(_build, "CCSKL"), partial(_build, "E2CP")
+_sl, _sc, _ckm = partial(_build, "SpectralLearning"), partial(_build, "SpectralClustering"), partial(_build, "COPKMeans")
 
 
 def _width_id(c):
