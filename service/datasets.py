@@ -16,7 +16,7 @@ from workers.session_store import refuse_if_in_use
 
 from . import doc_headers, get_store
 from .auth import listing_scope, require_owned, tenant
-from .limits import check_quota
+from .limits import check_quota, settle_quota
 from .errors import ApiError, check_page_token, problem_docs
 from .idempotency import idempotent
 from .ingest import check_limits, limits_of
@@ -118,6 +118,7 @@ def create_dataset(body):
     store = get_store()
     meta = store.put_dataset(X, name=body.get("name"), labels=body.get("labels"), item_ids=body.get("item_ids"),
                              owner=tenant())
+    settle_quota()
     if body.get("items") is not None:
         meta["has_items"] = store.put_items(meta["id"], [clean_item(it) for it in body["items"]])
     return _created(meta)

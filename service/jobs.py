@@ -26,7 +26,7 @@ from workers.submit import submit_job
 
 from . import doc_headers, get_store, retry_after
 from .auth import listing_scope, require_owned, tenant
-from .limits import check_quota
+from .limits import check_quota, settle_quota
 from .callbacks import check_callback_url
 from .constraints import pairwise_conflicts, present_kinds, relative_feasibility, validate_constraints
 from .datasets import check_data_values, check_size, dataset_or_404
@@ -251,14 +251,16 @@ def submit_checked(store, body, meta, **record):
                            f"{'' if relative['minimal'] else ' (not proven minimal: the search is bounded)'}",
                            errors=_relative_conflict_errors(relative["conflicting"]), relative=relative)
     check_quota("max_active_jobs")
-    return submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
-                      params=params, preset=body.get("preset"), constraints=checked,
-                      random_state=body["random_state"],
-                      on_conflict=body["on_conflict"],
-                      scale=body["scale"] or CARDS[body["method"]].default_scale,
-                      callback_url=body.get("callback_url"),
-                      n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
-                      n_features=meta["n_features"], owner=tenant(), **record)
+    rec = submit_job(store, dataset_id=meta["id"], method=body["method"], n_clusters=body["n_clusters"],
+                     params=params, preset=body.get("preset"), constraints=checked,
+                     random_state=body["random_state"],
+                     on_conflict=body["on_conflict"],
+                     scale=body["scale"] or CARDS[body["method"]].default_scale,
+                     callback_url=body.get("callback_url"),
+                     n_constraints=counts, conflicts=conflicts, n_conflicts=n_conflicts,
+                     n_features=meta["n_features"], owner=tenant(), **record)
+    settle_quota()
+    return rec
 
 
 @blp.route("", methods=["GET"])
@@ -393,6 +395,7 @@ def predict(body, job_id):
                      params=parent["params"], constraints={}, random_state=parent["random_state"],
                      scale=parent.get("scale", "none"), kind="predict", parent_job_id=job_id, model=model,
                      n_features=X.shape[1], owner=tenant())
+    settle_quota()
     headers = {"Location": url_for("jobs.get_job", job_id=rec["id"]), **retry_after()}
     return job_view(rec), 202, headers
 

@@ -16,13 +16,13 @@ draft-ietf-httpapi-ratelimit-headers: ``"key";q=100;w=2`` and ``"key";r=63;t=1``
 import math
 import time
 
-from flask import current_app, request
+from flask import current_app, g, request
 from flask_limiter import ApplicationLimit, Limiter
 from flask_limiter.errors import RateLimitExceeded
 
 from workers.session_store import OPEN_STATES
 from workers.store import ACTIVE
-from workers.tenancy import KeyStore, quota_used
+from workers.tenancy import KeyStore, hold_quota, quota_used, release_quota
 
 from . import auth, get_store
 from .errors import ApiError, problem_response
@@ -102,6 +102,7 @@ def register(app):
     app : flask.Flask
         ``SHOAL_RATE_LIMITS`` false: no rate limit (the quotas still hold).
     """
+    app.teardown_request(settle_quota)  # quotas hold with or without rate limits
     if not app.config.get("SHOAL_RATE_LIMITS", True):
         return
     settings = getattr(app.config.get("SHOAL_STORE"), "settings", None)
@@ -199,6 +200,9 @@ def usage(tenant, kind):
 def check_quota(quota, adding=1):
     """429 ``quota_exceeded`` when the tenant asking would go past ``quota`` by ``adding`` more.
 
+    Otherwise the room is held (:func:`workers.tenancy.hold_quota`) until the request ends, so
+    requests in flight at once, in any process, never take a tenant past its quota together.
+
     Parameters
     ----------
     quota : {"max_active_jobs", "max_open_sessions", "max_stored_bytes"}
@@ -216,8 +220,10 @@ def check_quota(quota, adding=1):
         return
     limit = tenant_limits(tenant)[quota]
     _, kind, wait = QUOTAS[quota]
-    used = usage(tenant, kind)
-    if used + adding <= limit:
+    r = get_store().r
+    member, used = hold_quota(r, tenant, kind, adding, limit, _COUNTERS[kind](r))
+    if member is not None:  # room held until the request ends; its record counts by then
+        g.setdefault("shoal_quota_holds", []).append((tenant, kind, member))
         return
     what = {"jobs": "jobs queued or running", "sessions": "open sessions", "bytes": "bytes of stored datasets"}[kind]
     raise ApiError(429, "quota_exceeded", f"tenant {tenant!r} has {int(used)} {what}; this request adds "
@@ -225,6 +231,19 @@ def check_quota(quota, adding=1):
                    headers={"Retry-After": str(wait), "RateLimit-Policy": f'"{quota}";q={limit}',
                             "RateLimit": f'"{quota}";r={max(int(limit - used), 0)};t={wait}'},
                    quota=quota, limit=limit, used=int(used))
+
+
+def settle_quota(_exc=None):
+    """Let go of the quota holds the request took, once its records count (and at teardown_request).
+
+    Called right after a record is made, so that the hold and the record do not both count
+    while the rest of the request runs (a request beside it would be refused for nothing).
+    """
+    holds = g.pop("shoal_quota_holds", ())
+    if holds:
+        r = get_store().r
+        for tenant, kind, member in holds:
+            release_quota(r, tenant, kind, member)
 
 
 def limits_view(tenant):

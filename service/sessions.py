@@ -41,7 +41,7 @@ from workers.submit import send_session_update, start_session
 
 from . import doc_headers, get_store, retry_after
 from .auth import listing_scope, require_owned, tenant
-from .limits import check_quota
+from .limits import check_quota, settle_quota
 from .callbacks import check_callback_url
 from .constraints import validate_constraints
 from .datasets import dataset_or_404
@@ -288,6 +288,7 @@ def create_session(body):
                     aggregation=body["aggregation"], worker_quality=body["worker_quality"],
                     params=params, preset=preset, random_state=body["random_state"],
                     callback_url=body["callback_url"], seeds=seeds, owner=tenant())
+    settle_quota()
     start_session(ss, rec["id"])
     return session_view(ss, rec), 201, {"Location": url_for("sessions.get_session", session_id=rec["id"]),
                                         **retry_after()}

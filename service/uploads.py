@@ -25,7 +25,7 @@ from . import doc_headers, get_store
 from .auth import require_owned, tenant
 from .errors import ApiError, problem_docs
 from .ingest import NPY, check_npy, limits_of, npy_header_check, receive, table_to_npy
-from .limits import check_quota
+from .limits import check_quota, settle_quota
 
 blp = Blueprint("uploads", __name__, url_prefix="/v1/uploads",
                 description="Resumable uploads of large binary datasets (docs/datasets.md)")
@@ -93,6 +93,7 @@ def dataset_from_file(store, path, content_type, *, name=None, labels=None, item
         check_row_lists(upload["shape"][0], labels, item_ids)
         check_quota("max_stored_bytes", os.path.getsize(upload["path"]))
         meta = store.put_dataset(upload=upload, name=name, labels=labels, item_ids=item_ids, owner=tenant())
+        settle_quota()
         if items is not None:
             meta["has_items"] = store.put_items(meta["id"], items)
         return meta

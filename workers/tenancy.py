@@ -206,12 +206,74 @@ def count_against(pipe, tenant, kind, member, weight=1):
         pipe.zadd(quota_key(tenant, kind), {member: weight})
 
 
+#: Members of a quota set that hold room for a record being made (:func:`hold_quota`).
+HOLD = "hold:"
+#: Seconds a hold lasts when the request that took it never lets go (its process died).
+HOLD_SECONDS = 600
+
+
+def _hold_key(member):
+    return f"{PREFIX}quota-{member}"
+
+
+def _exists(r, keys):
+    pipe = r.pipeline()
+    for k in keys:
+        pipe.exists(k)
+    return pipe.execute()
+
+
+def hold_quota(r, tenant, kind, adding, limit, still_counts):
+    """Check ``tenant``'s quota ``kind`` and hold ``adding`` of it, in one step for all processes.
+
+    Without it two requests could both find room for one more and both make their record. The
+    check and the hold run under a Redis lock per tenant and kind (held for milliseconds); the
+    hold counts in :func:`quota_used` until :func:`release_quota` (the request's record counts
+    by then) or :data:`HOLD_SECONDS` pass.
+
+    Parameters
+    ----------
+    r : redis.Redis
+    tenant, kind : str
+    adding : float
+        What the request adds (1 job or session; the bytes of a matrix).
+    limit : float
+        The tenant's quota.
+    still_counts : callable
+        As for :func:`quota_used`.
+
+    Returns
+    -------
+    (str or None, float)
+        The hold's member (None: no room) and what counted before it.
+    """
+    with r.lock(f"{PREFIX}tenant:{tenant}:quota-lock:{kind}", timeout=10, blocking_timeout=10):
+        used = quota_used(r, tenant, kind, still_counts)
+        if used + adding > limit:
+            return None, used
+        member = HOLD + secrets.token_hex(16)
+        pipe = r.pipeline()
+        pipe.set(_hold_key(member), 1, ex=HOLD_SECONDS)
+        pipe.zadd(quota_key(tenant, kind), {member: adding})
+        pipe.execute()
+    return member, used
+
+
+def release_quota(r, tenant, kind, member):
+    """Let go of a hold taken by :func:`hold_quota`."""
+    pipe = r.pipeline()
+    pipe.zrem(quota_key(tenant, kind), member)
+    pipe.delete(_hold_key(member))
+    pipe.execute()
+
+
 def quota_used(r, tenant, kind, still_counts):
     """What counts against ``tenant``'s quota ``kind`` now: the sum of the weights of members still counting.
 
     Members are added when a record is made (:func:`count_against`) and dropped here once
     ``still_counts(member)`` says they no longer count (the job ended, the session closed, the dataset
-    expired or was deleted), so no code path that ends a record needs to know about quotas.
+    expired or was deleted), so no code path that ends a record needs to know about quotas. Holds
+    (:func:`hold_quota`) count until they are let go or expire.
 
     Parameters
     ----------
@@ -229,7 +291,11 @@ def quota_used(r, tenant, kind, still_counts):
     members = [(m.decode(), w) for m, w in r.zrange(key, 0, -1, withscores=True)]
     if not members:
         return 0.0
-    keep = still_counts([m for m, _ in members])
+    held = [m for m, _ in members if m.startswith(HOLD)]
+    alive = dict(zip(held, (bool(e) for e in _exists(r, [_hold_key(m) for m in held]))))
+    records = still_counts([m for m, _ in members if not m.startswith(HOLD)]) if len(held) < len(members) else []
+    records = iter(records)
+    keep = [alive[m] if m.startswith(HOLD) else next(records) for m, _ in members]
     gone = [m for (m, _), k in zip(members, keep) if not k]
     if gone:
         r.zrem(key, *gone)

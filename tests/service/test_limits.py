@@ -1,6 +1,8 @@
 """Rate limits and quotas per tenant (service.limits): 429 problem+json with Retry-After and RateLimit headers."""
 
+import threading
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -73,3 +75,26 @@ def test_a_tenant_over_its_stored_bytes_gets_429(limited):
     assert r.status_code == 429 and r.json["quota"] == "max_stored_bytes" and r.json["used"] == 96
     view = client.get(f"/v1/admin/tenants/{tenant}/limits", headers=auth["ops"]).json
     assert view["stored_bytes"] == 96 and view["max_stored_bytes"] == 100
+
+
+def test_concurrent_requests_never_take_a_tenant_past_its_quota(limited):
+    """Check and record are one step: 12 jobs posted at once against a quota of 3 start exactly 3."""
+    client, auth, tenant = limited
+    client.put(f"/v1/admin/tenants/{tenant}/limits", json={"max_active_jobs": 3, "burst": 100},
+               headers=auth["ops"])
+    did = client.post("/v1/datasets", json={"data": [[0.0, 1.0], [1.0, 0.0], [5.0, 5.0]]},
+                      headers=auth["a"]).json["id"]
+    body = {"dataset_id": did, "method": "spectral", "n_clusters": 2}
+    keys = [client.post("/v1/admin/keys", json={"tenant": tenant}, headers=auth["ops"]).json["key"] for _ in range(6)]
+    start = threading.Barrier(12)
+
+    def post(i):  # two at a time per key: the most a key may have in progress in one process
+        start.wait()
+        return client.post("/v1/jobs", json=body, headers={"Authorization": f"Bearer {keys[i % 6]}"})
+
+    with ThreadPoolExecutor(12) as pool:
+        answers = list(pool.map(post, range(12)))
+    codes = sorted((r.status_code, r.json.get("code", "")) for r in answers)
+    assert codes == [(202, "")] * 3 + [(429, "quota_exceeded")] * 9, codes
+    view = client.get(f"/v1/admin/tenants/{tenant}/limits", headers=auth["ops"]).json
+    assert view["active_jobs"] == 3, view
