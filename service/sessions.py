@@ -474,6 +474,9 @@ def record_answers(ss, rec, answers):
         results.append(item)
     # One atomic step records the answers and counts them (counters, revision): a request that dies
     # before or after it leaves nothing uncounted, and its client's retry finds the answers duplicate.
+    # a flagged worker's lease on a question it answered now frees its slot at once, not after lease_seconds
+    for worker in flagged:
+        ss.release(session_id, sorted({a["question_id"] for a in answers if a.get("worker_id") == worker}), worker)
     recorded = ss.record_answers(session_id, given, rec["revision"], rec["answers_per_question"],
                                  refused=len(results) - len(valid))
     if recorded is None:

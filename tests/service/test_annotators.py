@@ -275,7 +275,10 @@ def test_flagged_worker_is_leased_nothing_and_its_later_answers_are_rejected(cli
     # another worker is still leased questions, this one among them
     other = client.post(f"/v1/sessions/{sid}/questions", json={"count": 30, "worker_id": "honest"}).json
     assert qid in {q["question_id"] for q in other["questions"]} and other["worker_excluded"] is None
-    # its answer to the question leased before the flag is rejected, naming the flag, and fills no slot
+    # its answer to the question leased before the flag is rejected, naming the flag, and fills no slot:
+    # its lease is let go at once (a third worker gets the question's second slot)
+    assert qid not in {q["question_id"] for q in client.post(
+        f"/v1/sessions/{sid}/questions", json={"count": 30, "worker_id": "third"}).json["questions"]}
     counters = ss.get(sid)["counters"]
     r = client.post(f"/v1/sessions/{sid}/answers",
                     json={"answers": [{"question_id": qid, "answer": "must_link", "worker_id": "spammer"},
@@ -286,6 +289,8 @@ def test_flagged_worker_is_leased_nothing_and_its_later_answers_are_rejected(cli
     assert accepted["outcome"] == "accepted" and accepted["reason"] is None  # one of two: not ready
     assert ss.question(sid, qid)["n_answers"] == 1
     assert [a["worker_id"] for a in ss.answers(sid, [qid])[0]] == ["honest"]
+    assert qid in {q["question_id"] for q in client.post(
+        f"/v1/sessions/{sid}/questions", json={"count": 30, "worker_id": "fourth"}).json["questions"]}
     after = ss.get(sid)["counters"]
     assert after["rejected"] == counters.get("rejected", 0) + 1
     # on the page: no question, the done screen's reason, its answers (gold ones too) rejected
