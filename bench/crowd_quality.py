@@ -69,7 +69,7 @@ BUDGET, POOL, ANSWERS_PER_QUESTION, PASS_READY = 60, 20, 3, 5
 #: served protocol: gold first, then one in every; the session's worker_quality
 GOLD_FIRST, GOLD_EVERY, N_GOLD = 20, 5, 40
 QUALITY = {"min_gold_accuracy": 0.7, "min_gold_answered": 20, "exclude_flagged": True}
-#: every-question protocol (the bench's earlier one)
+#: every-question protocol: each worker answers 20 gold questions, then every question
 EVERY_GOLD, EVERY_THRESHOLD, EVERY_MIN_ANSWERED = 20, 0.75, 10
 
 
