@@ -326,8 +326,9 @@ FILES = {
                                           "python -m bench.relative --datasets ionosphere digits-389 --methods "
                                           "auto_rel recon dcrc_rel --trials 2 --wrong 0 --fractions 1.0 "
                                           "--out bench/results/relative_auto_iono_digits_t2.json"),
-    "crowd_quality.json": ("5 workers of whom 2 answer at random: ARI kept with gold flagging and each aggregation "
-                           "(ours and crowd-kit's)", "python -m bench.crowd_quality"),
+    "crowd_quality.json": ("5 workers of whom 2 answer at random, the session as served (gold first, flagged workers "
+                           "stop) and every worker on every question: ARI kept with each aggregation (ours and "
+                           "crowd-kit's), gold asked", "python -m bench.crowd_quality"),
     "scale_limits_150k_spectral.json": ("spectral on 150 000 x 128 (the approximate-graph and multigrid paths)",
                                         "python -m bench.scale_limits --methods spectral --n 150000 --d 128 "
                                         "--out bench/results/scale_limits_150k_spectral.json"),

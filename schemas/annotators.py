@@ -2,6 +2,7 @@
 
 from marshmallow import RAISE, Schema, ValidationError, fields, validate, validates_schema
 
+from .fields import StrictInteger
 from .items import HTTP_URL
 
 #: Longest life of a link (s), and the default.
@@ -70,7 +71,12 @@ class GoldRequestSchema(Schema):
     questions = fields.List(fields.Nested(GoldQuestionSchema), required=True,
                             validate=validate.Length(max=1000))
     every = fields.Integer(load_default=5, validate=validate.Range(min=2, max=1000),
-                           metadata={"description": "one question in this many on the annotator page is gold"})
+                           metadata={"description": "one question in this many on the annotator page is gold "
+                                                    "(after the first ones)"})
+    first = StrictInteger(load_default=0, validate=validate.Range(min=0, max=1000), metadata={
+        "description": "a worker's first this many questions on the annotator page are gold (a qualification, "
+                       "as Toloka's training or MTurk's qualification test), then one in every; at most the "
+                       "number of gold questions; 0: gold from the start only one in every"})
 
     @validates_schema
     def _distinct(self, data, **kwargs):
@@ -78,10 +84,17 @@ class GoldRequestSchema(Schema):
             if len(set(q["items"])) != len(q["items"]):
                 raise ValidationError({"questions": {i: {"items": ["items must differ"]}}})
 
+    @validates_schema
+    def _first_within(self, data, **kwargs):
+        n = len(data.get("questions") or [])
+        if data.get("first", 0) > n:
+            raise ValidationError({"first": [f"must be at most the number of gold questions ({n})"]})
+
 
 class GoldSchema(Schema):
     questions = fields.List(fields.Nested(GoldQuestionSchema))
     every = fields.Integer()
+    first = fields.Integer()
 
 
 class WorkerStatsSchema(Schema):

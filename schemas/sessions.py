@@ -106,7 +106,8 @@ class WorkerQualitySchema(Schema):
     exclude_flagged = fields.Boolean(load_default=False, truthy={True}, falsy={False}, metadata={
         "description": "leave flagged workers' answers out of every later pass: out of the aggregation (and "
                        "of the one-coin model's fit) of the questions closed from then on; questions already "
-                       "told to the model stay as they were"})
+                       "told to the model stay as they were. A flagged worker is also handed no more questions "
+                       "(lease and annotator page) and its later answers are rejected, filling no slot"})
 
 
 _JOB_FIELDS = JobCreateSchema._declared_fields
@@ -315,6 +316,10 @@ class QuestionsSchema(Schema):
     questions = fields.List(fields.Nested(QuestionSchema))
     revision = fields.Integer()
     budget_remaining = fields.Integer()
+    worker_excluded = fields.String(allow_none=True, metadata={
+        "description": "why this worker is handed no questions: gold flagged it while the session has "
+                       "worker_quality.exclude_flagged (its later answers are rejected with the same reason); "
+                       "null otherwise"})
 
 
 QUESTION_STATES = ("open", "ready", "closed", "withdrawn")
@@ -396,7 +401,9 @@ class AnswerResultSchema(Schema):
     outcome = fields.String(validate=validate.OneOf(["accepted", "duplicate", "late", "rejected"]))
     reason = fields.String(allow_none=True, metadata={
         "description": "why a rejected or late answer was not taken (a late one: the question already has its "
-                       "answers, was withdrawn, or the budget is exhausted); null otherwise"})
+                       "answers, was withdrawn, or the budget is exhausted; a rejected one: e.g. a word outside "
+                       "the vocabulary, or a worker gold flagged under worker_quality.exclude_flagged); "
+                       "null otherwise"})
 
 
 class AnswersResultSchema(Schema):

@@ -115,7 +115,7 @@ def record(base):
     rec.call("GET", path, "/v1/sessions/{session_id}")
     rec.call("POST", f"{path}/gold", "/v1/sessions/{session_id}/gold",
              body={"questions": [{"items": [0, 1], "answer": "must_link"}, {"items": [0, 8], "answer": "cannot_link"}],
-                   "every": 5})
+                   "every": 5, "first": 2})
     rec.call("POST", f"{path}/annotators", "/v1/sessions/{session_id}/annotators",
              body={"worker_id": "alice", "expires_in": 86400, "quota": 20,
                    "completion_url": "https://app.prolific.com/submissions/complete?cc=C1A2B3"})

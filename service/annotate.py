@@ -24,7 +24,7 @@ from workers.session_store import DEFAULT_LEASE_SECONDS, OPEN_STATES, SessionSto
 from . import get_store
 from .errors import ApiError, pointer_messages
 from .page_headers import page_headers
-from .sessions import committed, lease_retry_after, question_content, record_answers
+from .sessions import committed, flagged_reasons, lease_retry_after, question_content, record_answers
 
 blp = Blueprint("annotate", __name__, url_prefix="/annotate", template_folder="templates",
                 static_folder="static", static_url_path="/assets")
@@ -183,15 +183,21 @@ def _step(sid, link, worker, body):
     if rec is None:
         raise ApiError(404, "session_gone", "this link's session no longer exists")
     gold = an.gold(sid)
-    results, tallies = _record(ss, an, rec, worker, body["answers"], gold)
+    # flagged before these answers: they are rejected, gold ones too (no slot filled, no tally)
+    flag = flagged_reasons(store, rec, [worker]).get(worker)
+    results, tallies = _record(ss, an, rec, worker, body["answers"], gold, flag)
     an.tally(sid, worker, tallies)
     stats = an.stats(sid, worker)
     if results:
         rec = ss.get(sid) or rec  # the counters after these answers
+    if flag is None and any("gold_correct" in t for t in tallies):  # these gold answers may flag it
+        flag = flagged_reasons(store, rec, [worker]).get(worker)
     out = {"results": results, "question": None, "wait_seconds": None, "done": None,
            "completion_url": link.get("completion_url")}
     left = None if link["quota"] is None else link["quota"] - stats["answers"] - body["held"]
-    if left is not None and left <= 0:
+    if flag is not None:
+        out["done"] = "flagged"  # the page says its answers no longer count; no more questions
+    elif left is not None and left <= 0:
         out["done"] = "quota"
     elif body["next"]:
         out["question"], wait = _next_question(store, ss, an, rec, worker, stats, gold)
@@ -206,13 +212,19 @@ def _step(sid, link, worker, body):
     return out
 
 
-def _record(ss, an, rec, worker, answers, gold):
-    """Record the page's answers: gold ones are scored (never told to the model), the rest recorded."""
+def _record(ss, an, rec, worker, answers, gold, flag=None):
+    """Record the page's answers: gold ones are scored (never told to the model), the rest recorded.
+
+    ``flag``: why the worker's answers no longer count (:func:`.sessions.flagged_reasons`), or None;
+    with one, gold answers are rejected with it (the session's answers are, by :func:`record_answers`).
+    """
     prefix = f"page:{worker}:"
     model, results, tallies = [], [], []
     for a in answers:
         assignment = prefix + a["question_id"]
-        if a["question_id"].startswith("gold-"):
+        if a["question_id"].startswith("gold-") and flag is not None:
+            results.append({"question_id": a["question_id"], "outcome": "rejected", "reason": flag})
+        elif a["question_id"].startswith("gold-"):
             idx = a["question_id"][5:]
             q = gold["questions"][int(idx)] if idx.isdigit() and int(idx) < len(gold["questions"]) else None
             if q is None:
@@ -235,11 +247,12 @@ def _record(ss, an, rec, worker, answers, gold):
 def _next_question(store, ss, an, rec, worker, stats, gold):
     """``(question for the page, None)`` or ``(None, seconds to wait or None when done)``."""
     sid = rec["id"]
-    every, golds = gold["every"], gold["questions"]
-    if golds and every and stats["served"] % every == every - 1 and stats["gold_answered"] < len(golds) \
-            and rec["state"] in OPEN_STATES:
-        idx = stats["gold_answered"]
-        an.count_served(sid, worker)
+    every, golds, first, served = gold["every"], gold["questions"], gold.get("first", 0), stats["served"]
+    # the next gold question not shown to the worker yet (its answer may still be held on the page)
+    idx = max(stats["gold_served"], stats["gold_answered"])
+    due = served < first or (every and served >= first and (served - first) % every == every - 1)
+    if golds and due and idx < len(golds) and rec["state"] in OPEN_STATES:
+        an.count_served(sid, worker, gold=True)
         return _for_page(store, rec, {"question_id": f"gold-{idx}", "items": golds[idx]["items"]}), None
     qs = ss.lease(sid, 1, worker, answers_per_question=rec["answers_per_question"],
                   lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) \

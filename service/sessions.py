@@ -36,6 +36,8 @@ from schemas.sessions import (
     TripletParamsSchema,
     URASCParamsSchema,
 )
+from workers.annotator_store import AnnotatorStore
+from workers.crowd import flag_reason
 from workers.session_store import OPEN_STATES, PAIRWISE_ANSWERS, TRIPLET_ANSWERS, SessionStore, worker_quality_of
 from workers.submit import send_session_update, start_session
 
@@ -147,6 +149,32 @@ def session_view(ss, rec):
 def committed(rec):
     """Questions the model used plus those waiting for it (sessions from before the field: used only)."""
     return rec.get("budget_committed", rec["budget_used"])
+
+
+def flagged_reasons(store, rec, workers):
+    """The named workers among ``workers`` whose answers no longer count in the session.
+
+    Parameters
+    ----------
+    store : workers.store.Store
+    rec : dict
+        The session's record (its ``worker_quality``).
+    workers : iterable of str or None
+        Worker ids (None: an anonymous answer, never flagged).
+
+    Returns
+    -------
+    dict of str to str
+        worker id -> :func:`workers.crowd.flag_reason`, for each worker gold flagged while the
+        session has ``worker_quality.exclude_flagged``; empty without it (no Redis read then).
+    """
+    quality = worker_quality_of(rec)
+    named = sorted({w for w in workers if w})
+    if not quality["exclude_flagged"] or not named:
+        return {}
+    an = AnnotatorStore(store)
+    reasons = {w: flag_reason(an.stats(rec["id"], w), quality) for w in named}
+    return {w: r for w, r in reasons.items() if r}
 
 
 def lease_retry_after(rec):
@@ -373,7 +401,9 @@ def lease_questions(body, session_id):
     about the time the re-clustering pass that is due needs yet (the last
     pass's ``last_pass_seconds`` less the time the running one has run), else
     ``SHOAL_RETRY_AFTER`` (1 s); none once the budget is used up or the
-    session is COMPLETED or FAILED.
+    session is COMPLETED or FAILED. A worker gold flagged in a session with
+    ``worker_quality.exclude_flagged`` is handed none, ever (``worker_excluded``
+    says why; no ``Retry-After``).
     """
     store = get_store()
     ss = SessionStore(store)
@@ -382,15 +412,19 @@ def lease_questions(body, session_id):
     remaining = max(rec["budget"] - rec["budget_used"], 0)
     # While questions waiting for the model hold the rest of the budget, their answers would be late:
     # nothing is handed out (Retry-After: the pass may leave some of them unused).
+    # A worker gold flagged under worker_quality.exclude_flagged is handed nothing, and no Retry-After:
+    # waiting brings it no question.
+    excluded = flagged_reasons(store, rec, [body["worker_id"]]).get(body["worker_id"])
     questions = ss.lease(session_id, body["count"], body["worker_id"],
                          answers_per_question=rec["answers_per_question"],
                          lease_seconds=rec.get("lease_seconds", DEFAULT_LEASE_SECONDS)) \
-        if committed(rec) < rec["budget"] else []
+        if committed(rec) < rec["budget"] and excluded is None else []
     vocab = list(PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS)
     out = with_items(store, rec, item_ids, [{"question_id": q["question_id"], "type": q["type"], "items": q["items"],
                                               "answers": vocab} for q in questions])
-    headers = {} if out else lease_retry_after(rec)
-    return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining}, 200, headers
+    headers = {} if out or excluded else lease_retry_after(rec)
+    return {"questions": out, "revision": rec["revision"], "budget_remaining": remaining,
+            "worker_excluded": excluded}, 200, headers
 
 
 @blp.route("/<string:session_id>/answers", methods=["POST"])
@@ -427,10 +461,13 @@ def record_answers(ss, rec, answers):
     """
     session_id = rec["id"]
     vocab = PAIRWISE_ANSWERS if rec["question_type"] == "pairwise" else TRIPLET_ANSWERS
+    flagged = flagged_reasons(ss.store, rec, [a.get("worker_id") for a in answers])
     results, valid, given = [], [], []  # valid: the result items of the answers given to the store
     for a in answers:
         item = {"question_id": a["question_id"], "assignment_id": a.get("assignment_id"), "reason": None}
-        if a["answer"] not in vocab:
+        if a.get("worker_id") in flagged:  # fills no slot of the question; counted as rejected
+            item["outcome"], item["reason"] = "rejected", flagged[a["worker_id"]]
+        elif a["answer"] not in vocab:
             item["outcome"], item["reason"] = "rejected", f"answer must be one of {', '.join(vocab)}"
         else:
             valid.append(item)
@@ -438,6 +475,9 @@ def record_answers(ss, rec, answers):
         results.append(item)
     # One atomic step records the answers and counts them (counters, revision): a request that dies
     # before or after it leaves nothing uncounted, and its client's retry finds the answers duplicate.
+    # a flagged worker's lease on a question it answered now frees its slot at once, not after lease_seconds
+    for worker in flagged:
+        ss.release(session_id, sorted({a["question_id"] for a in answers if a.get("worker_id") == worker}), worker)
     recorded = ss.record_answers(session_id, given, rec["revision"], rec["answers_per_question"],
                                  refused=len(results) - len(valid))
     if recorded is None:

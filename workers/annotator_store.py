@@ -5,7 +5,8 @@ Keys (all under the session's, so ``DELETE /v1/sessions/{id}`` removes them, and
 - ``shoal:session:{sid}:links`` hash link id -> JSON record (worker, expiry, quota, revoked_at, ...)
 - ``shoal:session:{sid}:gold`` JSON list of gold questions (``items``, ``answer``)
 - ``shoal:session:{sid}:wstat:{name}`` hashes worker -> integer: ``answers``, ``ms`` (time spent
-  answering), ``gold_answered``, ``gold_correct``, ``served`` (questions shown)
+  answering), ``gold_answered``, ``gold_correct``, ``served`` (questions shown), ``gold_served``
+  (gold questions shown: the next one shown is the one after them)
 - ``shoal:session:{sid}:counted`` hash assignment id -> milliseconds the worker took on that
   question: an answer retried with the same assignment id is tallied once
 - ``shoal:annotator_secret``: the signing secret when ``SHOAL_ANNOTATOR_SECRET`` is unset (made once,
@@ -23,7 +24,7 @@ from .config import PREFIX
 from .records import new_id, utcnow_iso
 
 SECRET_KEY = f"{PREFIX}annotator_secret"
-STATS = ("answers", "ms", "gold_answered", "gold_correct", "served")
+STATS = ("answers", "ms", "gold_answered", "gold_correct", "served", "gold_served")
 
 
 class AnnotatorStore:
@@ -140,12 +141,19 @@ class AnnotatorStore:
         pipe.execute()
         return len(fresh)
 
-    def count_served(self, sid, worker):
-        """Count one question shown to ``worker`` (gold comes every ``every``-th)."""
-        self.r.hincrby(self._key(sid, "wstat:served"), worker, 1)
+    def count_served(self, sid, worker, gold=False):
+        """Count one question shown to ``worker`` (gold comes first, then every ``every``-th);
+        ``gold``: it was a gold question."""
+        pipe = self.r.pipeline()
+        for name in ("served", "gold_served") if gold else ("served",):
+            pipe.hincrby(self._key(sid, f"wstat:{name}"), worker, 1)
+            if self.ttl:
+                pipe.expire(self._key(sid, f"wstat:{name}"), self.ttl)
+        pipe.execute()
 
     def stats(self, sid, worker=None):
-        """``{worker: {answers, ms, gold_answered, gold_correct}}`` (one worker's dict when ``worker`` is given)."""
+        """``{worker: {answers, ms, gold_answered, gold_correct, served, gold_served}}`` (one worker's dict
+        when ``worker`` is given)."""
         pipe = self.r.pipeline()
         for s in STATS:
             if worker is None:

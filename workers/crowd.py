@@ -11,7 +11,8 @@ workers' agreement (:func:`worker_reliability`). Sessions used crowd-kit's
 full ``DawidSkene`` before; ``bench/crowd_aggregation.py`` measured it below
 majority vote in most simulated crowds (bench/README.md, "Crowd
 aggregation"). Workers whose gold accuracy is low are flagged (:func:`gold_flags`); a session
-with ``worker_quality.exclude_flagged`` leaves their answers out of its passes.
+with ``worker_quality.exclude_flagged`` leaves their answers out of its passes, hands them no
+more questions and rejects their later answers (:func:`flag_reason`).
 """
 
 from collections import Counter, defaultdict
@@ -226,6 +227,34 @@ def gold_flags(stats, quality):
     flagged = flagged_workers(scores, quality["min_gold_accuracy"], quality["min_gold_answered"])
     return {w: {"gold_answered": s["gold_answered"], "gold_accuracy": round(s["gold_accuracy"], 4),
                 "flagged": w in flagged} for w, s in scores.items()}
+
+
+def flag_reason(stats, quality):
+    """Why a worker's answers no longer count in a session, or None when they do.
+
+    Parameters
+    ----------
+    stats : dict
+        The worker's tallies, ``gold_answered`` and ``gold_correct`` among them
+        (:meth:`workers.annotator_store.AnnotatorStore.stats` of one worker).
+    quality : dict
+        The session's ``worker_quality`` (:func:`workers.session_store.worker_quality_of`).
+
+    Returns
+    -------
+    str or None
+        A sentence naming the flag (gold accuracy, the threshold, the gold answers it is over)
+        when ``quality["exclude_flagged"]`` is set and :func:`gold_flags` flags the worker; None
+        otherwise (a flag without ``exclude_flagged`` only reports).
+    """
+    if not quality["exclude_flagged"]:
+        return None
+    g = gold_flags({"worker": stats}, quality).get("worker")
+    if not g or not g["flagged"]:
+        return None
+    return (f"worker flagged by gold questions: gold accuracy {g['gold_accuracy']:g} after {g['gold_answered']} "
+            f"gold answers, below worker_quality.min_gold_accuracy {quality['min_gold_accuracy']:g}; "
+            "with worker_quality.exclude_flagged its answers no longer count")
 
 
 def with_gold(reliability, flags, excluded):

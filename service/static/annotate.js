@@ -210,6 +210,8 @@
     if (data.done) {
       var finish = function () {
         $("done-why").textContent = data.done === "quota" ? "You have answered all the questions asked of you."
+          : data.done === "flagged" ? "Your answers no longer count in this task: too many of your answers to " +
+            "check questions (questions whose answer is known) were wrong, so you get no more questions."
           : "There are no more questions in this task.";
         if (data.completion_url && /^https?:\/\//i.test(data.completion_url)) {
           $("completion-link").href = data.completion_url;

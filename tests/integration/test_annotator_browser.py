@@ -256,6 +256,35 @@ def test_link_pages_expired_revoked_done(live, browser, iris):
     ctx.close()
 
 
+def test_a_worker_flagged_by_gold_first_is_told_its_answers_no_longer_count(live, browser, iris):
+    did, y = iris
+    sid = _session(live, did, budget=20,
+                   worker_quality={"min_gold_accuracy": 0.7, "min_gold_answered": 3, "exclude_flagged": True})
+    pairs = [[0, int(j)] for j in np.flatnonzero(y == y[0])[1:3]] + [[0, int(j)] for j in np.flatnonzero(y != y[0])[:2]]
+    gold = {"questions": [{"items": p, "answer": "must_link" if y[p[0]] == y[p[1]] else "cannot_link"}
+                          for p in pairs], "first": 3, "every": 5}
+    assert requests.post(f"{live}/v1/sessions/{sid}/gold", json=gold, timeout=30).status_code == 200
+    ctx = browser.new_context()
+    ann = AnnotatorPage(ctx.new_page())
+    ann.open(_link(live, sid, worker_id="careless")["url"])
+    seen = []
+    for _ in range(4):  # three gold questions first, each answered wrong, then a question of the session
+        if ann.done():
+            break
+        seen.append(ann.question_id())
+        ann.answer("cannot_link" if truth(y, ann.rows()) == "must_link" else "must_link", "key")
+    assert seen[:3] == ["gold-0", "gold-1", "gold-2"] and not seen[3].startswith("gold"), seen
+    ann.page.wait_for_selector("#done:not([hidden])")
+    assert "no longer count" in ann.page.inner_text("#done-why")
+    ann.flushed()
+    assert ("careless", seen[3]) not in _recorded(live, sid)  # sent after the flag: rejected
+    r = requests.post(f"{live}/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "careless"}, timeout=30)
+    assert r.json()["questions"] == [] and "flagged" in r.json()["worker_excluded"]
+    _axe(ann.page)
+    assert not ann.console_errors, ann.console_errors
+    ctx.close()
+
+
 def test_lost_connection_resends_without_doubles(live, browser, iris):
     did, y = iris
     sid = _session(live, did, budget=20)

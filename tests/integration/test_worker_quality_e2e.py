@@ -1,12 +1,11 @@
 """Gold flags inside a session's passes, through the real stack (gunicorn, Celery, Redis).
 
-Three workers answer a pairwise session on iris through their annotator pages' JSON
-endpoint (``POST /annotate/<token>/step``), gold questions mixed in: one answers right
-(wrong 5% of the time), two at random. Two sessions (majority vote) get the same crowd: one
-with ``worker_quality.exclude_flagged`` and one without. Gold flags the random workers in
-both; only the first leaves their answers out of its passes, and its model is better.
-(Under the default one-coin aggregation the two come out alike here: one-coin
-Dawid-Skene already gives the random workers' votes little weight.)
+Three workers answer a pairwise session on iris (one answer a question) through their annotator
+pages' JSON endpoint (``POST /annotate/<token>/step``), gold questions mixed in: one answers
+right (wrong 5% of the time), two at random. Two sessions (majority vote) get the same crowd:
+one with ``worker_quality.exclude_flagged`` and one without. Gold flags the random workers in
+both; only the first leaves their earlier answers out of its passes, stops handing them
+questions (their pages end ``flagged``) and still completes, and its model is better.
 Each worker steps after the model has taken every answer before, so a session does not
 depend on how fast its passes run.
 """
@@ -24,7 +23,9 @@ from .helpers import upload
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(400)]
 
-CROWD = {"honest": 0.05, "random-1": 0.5, "random-2": 0.5}  # worker -> probability of a wrong answer
+# worker -> probability of a wrong answer; the honest worker answers gold right (with gold every second
+# question and 4 gold answers judged, two slips of a 5% worker would flag it and leave nobody to answer)
+CROWD = {"honest": 0.05, "random-1": 0.5, "random-2": 0.5}
 FLIP = {"must_link": "cannot_link", "cannot_link": "must_link"}
 
 
@@ -47,8 +48,8 @@ def _up_to_date(live, sid, timeout=60):
 
 def _run(live, did, y, exclude):
     body = {"dataset_id": did, "question_type": "pairwise", "n_clusters": 3, "budget": 60,
-            "answers_per_question": 3, "pool_size": 20, "random_state": 0, "preset": "noisy_answers", "aggregation": "majority",
-            "worker_quality": {"min_gold_accuracy": 0.7, "min_gold_answered": 3, "exclude_flagged": exclude}}
+            "answers_per_question": 1, "pool_size": 20, "random_state": 0, "preset": "noisy_answers", "aggregation": "majority",
+            "worker_quality": {"min_gold_accuracy": 0.7, "min_gold_answered": 4, "exclude_flagged": exclude}}
     r = requests.post(f"{live}/v1/sessions", json=body, timeout=30)
     assert r.status_code == 201, r.text
     sid = r.json()["id"]
@@ -63,7 +64,7 @@ def _run(live, did, y, exclude):
         pages[w] = r.json()["url"] + "/step"
     rngs = {w: np.random.default_rng(k) for k, w in enumerate(CROWD)}
     pending = {w: [] for w in CROWD}
-    done, deadline, last_move, seen = set(), time.monotonic() + 240, time.monotonic(), None
+    done, deadline, last_move, seen = {}, time.monotonic() + 240, time.monotonic(), None
     while len(done) < len(CROWD):
         moved = False
         for w, p_wrong in CROWD.items():
@@ -75,13 +76,14 @@ def _run(live, did, y, exclude):
             _up_to_date(live, sid)  # each worker leases from the model of every answer before its own
             moved |= any(x["outcome"] == "accepted" for x in out["results"])
             if out["done"]:
-                done.add(w)
+                done[w] = out["done"]
             elif out["question"] is not None:
                 q = out["question"]
                 i, j = (it["row"] for it in q["items"])
                 truth = "must_link" if y[i] == y[j] else "cannot_link"
                 pending[w] = [{"question_id": q["question_id"], "ms": 500,
-                               "answer": FLIP[truth] if rngs[w].random() < p_wrong else truth}]
+                               "answer": FLIP[truth] if rngs[w].random() < p_wrong
+                               and not (w == "honest" and q["question_id"].startswith("gold-")) else truth}]
         state = requests.get(f"{live}/v1/sessions/{sid}", timeout=30).json()
         if state["state"] == "COMPLETED":
             break
@@ -95,23 +97,27 @@ def _run(live, did, y, exclude):
         if state["state"] == "COMPLETED" and state["observed_revision"] == state["revision"]:
             break
         time.sleep(0.2)
-    assert state["state"] == "COMPLETED", state
+    assert state["state"] == "COMPLETED", (done, state)
     model = requests.get(f"{live}/v1/sessions/{sid}/model", timeout=30).json()
     workers = requests.get(f"{live}/v1/sessions/{sid}/workers", timeout=30).json()["workers"]
-    return model, {w["worker_id"]: w for w in workers}
+    return model, {w["worker_id"]: w for w in workers}, done
 
 
 def test_flagged_workers_answers_stop_counting(live):
     X, y = load("iris", zscore=False)
     did = upload(live, X, y)
-    kept, kept_tally = _run(live, did, y, exclude=False)
-    dropped, dropped_tally = _run(live, did, y, exclude=True)
+    kept, kept_tally, kept_done = _run(live, did, y, exclude=False)
+    dropped, dropped_tally, dropped_done = _run(live, did, y, exclude=True)
+    # excluded: the random workers' pages end "flagged" (no more questions), the honest one's with the session
+    assert dropped_done["random-1"] == dropped_done["random-2"] == "flagged", dropped_done
+    assert dropped_done.get("honest") in (None, "session") and "flagged" not in kept_done.values(), (dropped_done,
+                                                                                                   kept_done)
     for model, tally, exclude in ((kept, kept_tally, False), (dropped, dropped_tally, True)):
         rows = {w["worker_id"]: w for w in model["workers"]}
         assert set(rows) == set(CROWD), rows
         assert not rows["honest"]["flagged"] and rows["honest"]["gold_accuracy"] >= 0.7, rows["honest"]
         for w in ("random-1", "random-2"):
-            assert rows[w]["flagged"] and rows[w]["gold_answered"] >= 3, rows[w]
+            assert rows[w]["flagged"] and rows[w]["gold_answered"] >= 4, rows[w]
             assert rows[w]["gold_accuracy"] == tally[w]["gold_accuracy"] < 0.7, (rows[w], tally[w])
             assert rows[w]["excluded"] is exclude
         assert not rows["honest"]["excluded"]

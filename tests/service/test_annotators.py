@@ -193,7 +193,7 @@ def test_gold_is_scored_and_never_told_to_the_model(client, opened):
     assert bad.status_code == 422 and "/questions/0/items" in bad.json["errors"]
     gold = {"questions": [{"items": [0, same], "answer": "must_link"}, {"items": [0, diff], "answer": "cannot_link"}],
             "every": 2}
-    assert client.post(f"/v1/sessions/{sid}/gold", json=gold).json == gold
+    assert client.post(f"/v1/sessions/{sid}/gold", json=gold).json == {**gold, "first": 0}
     link, token = _link(client, sid, worker_id="ann-5")
     received = ss.get(sid)["counters"]["answers_received"]
     seen, answers = [], []
@@ -206,3 +206,108 @@ def test_gold_is_scored_and_never_told_to_the_model(client, opened):
     w = client.get(f"/v1/sessions/{sid}/workers").json["workers"][0]
     assert (w["answers"], w["gold_answered"], w["gold_correct"], w["gold_accuracy"]) == (4, 2, 1, 0.5)
     assert ss.get(sid)["counters"]["answers_received"] == received + 2  # the gold answers are not the model's
+
+
+def _gold_pairs(y, n):
+    """``n`` gold pairs of the dataset with their true answers."""
+    return [{"items": [i, i + 1], "answer": "must_link" if y[i] == y[i + 1] else "cannot_link"} for i in range(n)]
+
+
+@pytest.mark.parametrize("body, pointer", [
+    ({"first": -1}, "/first"), ({"first": 1001}, "/first"), ({"first": 2.5}, "/first"), ({"first": "3"}, "/first"),
+    ({"first": True}, "/first"), ({"first": 4}, "/first"),  # more than the 3 gold questions
+])
+def test_gold_first_is_validated(client, opened, body, pointer):
+    sid, ss, did, y = opened
+    r = client.post(f"/v1/sessions/{sid}/gold", json={"questions": _gold_pairs(y, 3), **body})
+    assert r.status_code == 422 and r.content_type == PROBLEM, r.json
+    assert pointer in r.json["errors"], r.json
+    ok = client.post(f"/v1/sessions/{sid}/gold", json={"questions": _gold_pairs(y, 3), "first": 3, "every": 2})
+    assert ok.status_code == 200 and ok.json["first"] == 3
+
+
+def test_gold_first_comes_before_any_other_question(client, opened):
+    sid, ss, did, y = opened
+    gold = {"questions": _gold_pairs(y, 5), "first": 3, "every": 3}
+    assert client.post(f"/v1/sessions/{sid}/gold", json=gold).status_code == 200
+    link, token = _link(client, sid, worker_id="ann-first")
+    seen, held = [], []
+    for _ in range(6):  # the page holds each answer (undo) and sends it with the step after next
+        q = _step(client, token, held[:-1], held=1 if held else 0).json["question"]
+        seen.append(q["question_id"])
+        held = held[-1:] + [{"question_id": q["question_id"], "answer": "must_link", "ms": 100}]
+    # three gold first (each a new one although its answer is still held), then one in every 3
+    assert seen[:3] == ["gold-0", "gold-1", "gold-2"], seen
+    assert not seen[3].startswith("gold") and not seen[4].startswith("gold") and seen[5] == "gold-3", seen
+
+
+def _flag(client, sid, y, token, n=5):
+    """Answer ``n`` gold questions shown first on the page, all wrong: the worker is flagged."""
+    answers = []
+    for _ in range(n):
+        q = _step(client, token, answers).json["question"]
+        assert q["question_id"].startswith("gold-"), q
+        i, j = (it["row"] for it in q["items"])
+        answers = [{"question_id": q["question_id"], "ms": 100,
+                    "answer": "cannot_link" if y[i] == y[j] else "must_link"}]
+    return _step(client, token, answers).json
+
+
+def test_flagged_worker_is_leased_nothing_and_its_later_answers_are_rejected(client, store, blobs_dataset):
+    did, X, y = blobs_dataset
+    quality = {"min_gold_accuracy": 0.7, "min_gold_answered": 5, "exclude_flagged": True}
+    sid, ss = _open(client, store, did, answers_per_question=2, worker_quality=quality)
+    assert client.post(f"/v1/sessions/{sid}/gold", json={"questions": _gold_pairs(y, 8), "first": 5}).status_code == 200
+    link, token = _link(client, sid, worker_id="spammer")
+    # before the flag the worker is handed questions like any other (on the API too)
+    before = client.post(f"/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "spammer"}).json
+    assert len(before["questions"]) == 1 and before["worker_excluded"] is None
+    qid = before["questions"][0]["question_id"]
+    out = _flag(client, sid, y, token)
+    assert out["question"] is None and out["done"] == "flagged", out
+    assert all(r["outcome"] == "accepted" for r in out["results"])
+    workers = {w["worker_id"]: w for w in client.get(f"/v1/sessions/{sid}/workers").json["workers"]}
+    assert workers["spammer"]["gold_answered"] == 5 and workers["spammer"]["gold_accuracy"] == 0.0
+    # the lease hands it nothing, says why, and gives no Retry-After (waiting brings nothing)
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 5, "worker_id": "spammer"})
+    assert r.status_code == 200 and r.json["questions"] == [] and "Retry-After" not in r.headers
+    assert "flagged" in r.json["worker_excluded"] and "min_gold_accuracy 0.7" in r.json["worker_excluded"]
+    # another worker is still leased questions, this one among them
+    other = client.post(f"/v1/sessions/{sid}/questions", json={"count": 30, "worker_id": "honest"}).json
+    assert qid in {q["question_id"] for q in other["questions"]} and other["worker_excluded"] is None
+    # its answer to the question leased before the flag is rejected, naming the flag, and fills no slot:
+    # its lease is let go at once (a third worker gets the question's second slot)
+    assert qid not in {q["question_id"] for q in client.post(
+        f"/v1/sessions/{sid}/questions", json={"count": 30, "worker_id": "third"}).json["questions"]}
+    counters = ss.get(sid)["counters"]
+    r = client.post(f"/v1/sessions/{sid}/answers",
+                    json={"answers": [{"question_id": qid, "answer": "must_link", "worker_id": "spammer"},
+                                      {"question_id": qid, "answer": "must_link", "worker_id": "honest"}]})
+    assert r.status_code == 200
+    rejected, accepted = r.json["results"]
+    assert rejected["outcome"] == "rejected" and "flagged by gold questions" in rejected["reason"], rejected
+    assert accepted["outcome"] == "accepted" and accepted["reason"] is None  # one of two: not ready
+    assert ss.question(sid, qid)["n_answers"] == 1
+    assert [a["worker_id"] for a in ss.answers(sid, [qid])[0]] == ["honest"]
+    assert qid in {q["question_id"] for q in client.post(
+        f"/v1/sessions/{sid}/questions", json={"count": 30, "worker_id": "fourth"}).json["questions"]}
+    after = ss.get(sid)["counters"]
+    assert after["rejected"] == counters.get("rejected", 0) + 1
+    # on the page: no question, the done screen's reason, its answers (gold ones too) rejected
+    page = _step(client, token, [{"question_id": qid, "answer": "cannot_link", "ms": 10},
+                                 {"question_id": "gold-5", "answer": "must_link", "ms": 10}]).json
+    assert page["question"] is None and page["done"] == "flagged"
+    assert [x["outcome"] for x in page["results"]] == ["rejected", "rejected"], page
+    assert all("flagged by gold questions" in x["reason"] for x in page["results"])
+    assert client.get(f"/v1/sessions/{sid}/workers").json["workers"][0]["gold_answered"] == 5  # not tallied
+
+
+def test_a_flag_without_exclude_flagged_only_reports(client, store, blobs_dataset):
+    did, X, y = blobs_dataset
+    sid, ss = _open(client, store, did, worker_quality={"min_gold_answered": 5})
+    assert client.post(f"/v1/sessions/{sid}/gold", json={"questions": _gold_pairs(y, 8), "first": 5}).status_code == 200
+    link, token = _link(client, sid, worker_id="spammer")
+    out = _flag(client, sid, y, token)
+    assert out["done"] is None and out["question"] is not None and not out["question"]["question_id"].startswith("gold")
+    r = client.post(f"/v1/sessions/{sid}/questions", json={"count": 1, "worker_id": "spammer"}).json
+    assert len(r["questions"]) == 1 and r["worker_excluded"] is None

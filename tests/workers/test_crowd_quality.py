@@ -60,3 +60,16 @@ def test_gold_flags_follow_the_session_thresholds():
     assert rows == [{"worker_id": "bad", "gold_answered": 6, "gold_accuracy": 0.5, "flagged": True, "excluded": True},
                     {"worker_id": "api", "gold_answered": 0, "gold_accuracy": None, "flagged": False,
                      "excluded": False}]
+
+
+def test_flag_reason_only_with_exclude_flagged_and_names_the_flag():
+    from workers.crowd import flag_reason
+
+    quality = {"min_gold_accuracy": 0.7, "min_gold_answered": 5, "exclude_flagged": True}
+    reason = flag_reason({"gold_answered": 6, "gold_correct": 3}, quality)
+    assert "flagged by gold questions" in reason and "gold accuracy 0.5 after 6" in reason
+    assert "min_gold_accuracy 0.7" in reason and "exclude_flagged" in reason
+    assert flag_reason({"gold_answered": 6, "gold_correct": 3}, {**quality, "exclude_flagged": False}) is None
+    assert flag_reason({"gold_answered": 4, "gold_correct": 0}, quality) is None  # too little evidence
+    assert flag_reason({"gold_answered": 0, "gold_correct": 0}, quality) is None
+    assert flag_reason({"gold_answered": 10, "gold_correct": 7}, quality) is None  # 0.7 is not below 0.7
