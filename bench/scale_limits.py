@@ -24,8 +24,8 @@ for a child that only imports and makes the data, so ``peak - base`` is what the
 
 ``--table bench/results/scale_limits.json`` prints the table of docs/scale.md.
 
-Above 100 000 rows the graph methods build approximate kNN graphs (``pynndescent``, data of more
-than 16 columns) and take eigenpairs by multigrid-preconditioned LOBPCG (``pyamg``)
+Above 50 000 rows the graph methods build approximate kNN graphs (``pynndescent``, data of more
+than 16 columns), above 100 000 they take eigenpairs by multigrid-preconditioned LOBPCG (``pyamg``)
 (``clustering._graph``, ``clustering._spectral``); the large sizes go to a file of their own,
 and a probe's ``stages`` say when each stage of ``fit`` began::
 
