@@ -90,7 +90,7 @@ N_CONSTRAINTS = 300
 GROUPS = {name: tuple(int(v) for v in name.split("closure_")[1].split("_")[0].split("x"))
           for name in PROBES if "_closure_" in name}
 TOP_K, FULL_LIMIT, BLOCK = 100, 2000, 1024  # workers.tasks: STORED_TOP_K, FULL_AFFINITY_LIMIT, top_k_rows' block
-FACTOR_PATTERN_ROWS = 100_000  # workers.tasks.FACTOR_PATTERN_ROWS
+FACTOR_PATTERN_ROWS = 50_000  # workers.tasks.FACTOR_PATTERN_ROWS
 
 
 def _data(n, d, k, seed=0):
