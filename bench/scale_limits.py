@@ -24,8 +24,8 @@ for a child that only imports and makes the data, so ``peak - base`` is what the
 
 ``--table bench/results/scale_limits.json`` prints the table of docs/scale.md.
 
-Above 100 000 rows the graph methods build approximate kNN graphs (``pynndescent``, data of more
-than 16 columns) and take eigenpairs by multigrid-preconditioned LOBPCG (``pyamg``)
+Above 50 000 rows the graph methods build approximate kNN graphs (``pynndescent``, data of more
+than 16 columns), above 100 000 they take eigenpairs by multigrid-preconditioned LOBPCG (``pyamg``)
 (``clustering._graph``, ``clustering._spectral``); the large sizes go to a file of their own,
 and a probe's ``stages`` say when each stage of ``fit`` began::
 
@@ -90,7 +90,7 @@ N_CONSTRAINTS = 300
 GROUPS = {name: tuple(int(v) for v in name.split("closure_")[1].split("_")[0].split("x"))
           for name in PROBES if "_closure_" in name}
 TOP_K, FULL_LIMIT, BLOCK = 100, 2000, 1024  # workers.tasks: STORED_TOP_K, FULL_AFFINITY_LIMIT, top_k_rows' block
-FACTOR_PATTERN_ROWS = 100_000  # workers.tasks.FACTOR_PATTERN_ROWS
+FACTOR_PATTERN_ROWS = 50_000  # workers.tasks.FACTOR_PATTERN_ROWS
 
 
 def _data(n, d, k, seed=0):

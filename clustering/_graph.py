@@ -18,7 +18,10 @@ from sklearn.neighbors import NearestNeighbors
 DENSE_LIMIT = 5000
 #: Above this many rows :func:`knn_distances` approximates the neighbours (``pynndescent``) when the
 #: data have more than :data:`EXACT_KNN_MAX_FEATURES` columns; at or below it, the search is exact.
-APPROX_KNN_ROWS = 100_000
+#: At 100 000 x 128 the exact paths (three kNN searches and Boruvka bridges between blobs, each
+#: O(n^2 d)) kept the pairwise session's first pass past 900 s; at 30 000 x 128 they take 38 s,
+#: where the approximate ones take 2 s after numba's one-off compilation (about 40 s a process).
+APPROX_KNN_ROWS = 50_000
 #: Up to this many columns exact tree search stays fast at any size, and is kept.
 EXACT_KNN_MAX_FEATURES = 16
 
@@ -49,7 +52,7 @@ def knn_distances(X, n_neighbors, *, approx_above=APPROX_KNN_ROWS):
         Above this many rows, with more than :data:`EXACT_KNN_MAX_FEATURES` columns, the
         neighbours are approximate: nearest-neighbour descent (``pynndescent``, Dong et al.,
         WWW 2011; recall about 0.9-0.99 on embeddings), where exact search would cost
-        ``O(n^2 d)``. At or below it (every size up to 100 000 rows by default) the search is
+        ``O(n^2 d)``. At or below it (every size up to 50 000 rows by default) the search is
         exact, as it always was.
 
     Returns
@@ -406,7 +409,7 @@ def component_bridges(X, W, *, skip_largest=False, max_passes=64, approx_above=A
     -----
     Above :data:`APPROX_KNN_ROWS` rows of more than :data:`EXACT_KNN_MAX_FEATURES` columns each
     component's edge is approximate (:func:`_approximate_bridge`): a short edge out of it, not
-    always the shortest. At or below (every size up to 100 000 rows) the search is exact.
+    always the shortest. At or below (every size up to 50 000 rows) the search is exact.
 
     Returns
     -------

@@ -277,8 +277,9 @@ def top_k_rows_from_factor(E, k, block=1024):
 
 #: Above this many rows the stored kernel of a factor (CCSKL's ``E E^T``) keeps each row's entries
 #: over its affinity graph's neighbours (:func:`top_k_on_pattern`): every row against every other
-#: would be n^2 products, 10^12 at 1 000 000 rows (and a block of 1024 rows 8 GB).
-FACTOR_PATTERN_ROWS = 100_000
+#: would be n^2 products, 10^12 at 1 000 000 rows (and a block of 1024 rows 8 GB); at 100 000 rows
+#: x 20 columns it took 245 s of a 291 s job, more than the whole job at 250 000 rows (162 s).
+FACTOR_PATTERN_ROWS = 50_000
 
 
 def top_k_on_pattern(E, pattern, k, block=65536):
