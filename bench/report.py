@@ -297,27 +297,25 @@ FILES = {
     "upload.json": ("1 000 000 x 384 float32 uploaded as .npy, resumed .npy and Parquet: time and API memory",
                     "python -m bench.upload --rows 1000000 --dims 384"),
     "scale_limits_large.json": ("spectral_learning, cop_kmeans, ccskl and the pairwise session's first pass from "
-                                "250 000 to 1 000 000 rows of 128 columns, 2000 constraints (one probe at a time)",
+                                "100 000 to 1 000 000 rows of 128 columns, 2000 constraints (one probe at a time)",
                                 "python -m bench.scale_limits --methods spectral_learning cop_kmeans ccskl "
-                                "session_urasc --n 250000 500000 1000000 --d 128 --constraints 2000 "
+                                "session_urasc --n 100000 250000 500000 1000000 --d 128 --constraints 2000 "
                                 "--as-bytes 14000000000 --timeout 1200 --out bench/results/scale_limits_large.json"),
     "scale_ari_letter.json": ("ARI on letter (20 000 rows, K = 26) with 2000 random ground-truth pairs: cop_kmeans, "
-                              "ccskl, spectral_learning beside k-means and spectral without pairs, 2 seeds",
-                              "python -m bench.scale_ari --seeds 2"),
+                              "spectral_learning and their fits without pairs, ccskl, spectral and cop_rf, 2 seeds",
+                              "python -m bench.scale_ari --seeds 2 --cop-rf"),
     "auto_iris_t2.json": ("method auto on the passive protocol, iris, 2 trials, against every candidate setting alone "
                           "and the default cop_rf job (time)",
                           "python -m bench.auto --datasets iris --trials 2 --out bench/results/auto_iris_t2.json"),
-    "auto_wine_t1.json": ("the same on wine, 1 trial", "python -m bench.auto --datasets wine --trials 1 "
-                          "--out bench/results/auto_wine_t1.json"),
-    "auto_ionosphere_t1.json": ("the same on ionosphere, 1 trial, auto and the default cop_rf job only",
-                                "python -m bench.auto --datasets ionosphere --trials 1 --no-alone "
-                                "--out bench/results/auto_ionosphere_t1.json"),
-    "auto_wdbc_t1.json": ("the same on wdbc, 1 trial, auto and the default cop_rf job only",
-                          "python -m bench.auto --datasets wdbc --trials 1 --no-alone "
-                          "--out bench/results/auto_wdbc_t1.json"),
-    "auto_segment_t1.json": ("the same on segment, 1 trial, auto and the default cop_rf job only",
-                             "python -m bench.auto --datasets segment --trials 1 --no-alone "
+    "auto_wine_t1.json": ("method auto on the passive protocol, wine, 1 trial, against every candidate setting "
+                          "alone", "python -m bench.auto --datasets wine --trials 1 --out bench/results/auto_wine_t1.json"),
+    "auto_segment_t1.json": ("method auto on the passive protocol, segment, 1 trial, auto and the default cop_rf "
+                             "job only", "python -m bench.auto --datasets segment --trials 1 --no-alone "
                              "--out bench/results/auto_segment_t1.json"),
+    "auto_t10.json": ("method auto on the passive protocol, iris, wine, ionosphere and wdbc, 10 trials, auto and the "
+                      "default cop_rf job (the best single settings are passive.json's)",
+                      "python -m bench.auto --datasets iris,wine,ionosphere,wdbc --trials 10 --no-alone "
+                      "--out bench/results/auto_t10.json"),
     "relative_auto_iris_wine_t2.json": ("relative triplets protocol, auto against DCRC and ReCon, iris and wine",
                                         "python -m bench.relative --datasets iris wine --methods auto_rel recon "
                                         "dcrc_rel --trials 2 --wrong 0 --fractions 1.0 "
