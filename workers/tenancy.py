@@ -292,10 +292,10 @@ def quota_used(r, tenant, kind, still_counts):
     if not members:
         return 0.0
     held = [m for m, _ in members if m.startswith(HOLD)]
-    alive = dict(zip(held, (bool(e) for e in _exists(r, [_hold_key(m) for m in held]))))
-    records = still_counts([m for m, _ in members if not m.startswith(HOLD)]) if len(held) < len(members) else []
-    records = iter(records)
-    keep = [alive[m] if m.startswith(HOLD) else next(records) for m, _ in members]
+    recorded = [m for m, _ in members if not m.startswith(HOLD)]
+    counts = dict(zip(held, map(bool, _exists(r, [_hold_key(m) for m in held]))))
+    counts.update(zip(recorded, still_counts(recorded) if recorded else []))
+    keep = [counts[m] for m, _ in members]
     gone = [m for (m, _), k in zip(members, keep) if not k]
     if gone:
         r.zrem(key, *gone)
